@@ -1,0 +1,175 @@
+"""AWS clients and the translation of their errors into this package's errors."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlparse
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    NoRegionError,
+    ReadTimeoutError,
+)
+
+from .errors import ConfigError, EndpointUnreachable, RetryableError, StoreError, TableMissing
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sns import SNSClient
+    from mypy_boto3_sqs import SQSClient
+
+T = TypeVar("T")
+
+RETRYABLE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "Throttling",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "TransactionConflictException",
+        "KMSThrottlingException",
+        "RequestThrottled",
+        "LimitExceededException",
+    }
+)
+LOCAL_REGION = "us-east-1"
+# Local endpoints (moto, DynamoDB Local) accept any credentials; real AWS never sees these.
+_LOCAL_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+
+
+def error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def translate(exc: Exception, what: str) -> Exception:
+    """Map a botocore exception to this package's hierarchy (the boundary)."""
+    if isinstance(exc, ClientError):
+        code = error_code(exc)
+        message = exc.response.get("Error", {}).get("Message", "") or code
+        if code == "ResourceNotFoundException":
+            return TableMissing(f"{what}: table not found ({message}); run `hexeract scheduler table create`")
+        if code in RETRYABLE_CODES or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+            return RetryableError(f"{what}: {code}: {message}")
+        return StoreError(f"{what}: {code}: {message}")
+    if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
+        return EndpointUnreachable(f"{what}: cannot reach the AWS endpoint ({exc})")
+    if isinstance(exc, ReadTimeoutError):
+        return RetryableError(f"{what}: timed out ({exc})")
+    if isinstance(exc, (NoCredentialsError, NoRegionError)):
+        return ConfigError(f"{what}: {exc}")
+    if isinstance(exc, BotoCoreError):
+        return StoreError(f"{what}: {exc}")
+    return exc
+
+
+@contextmanager
+def aws_errors(what: str) -> Iterator[None]:
+    """Run AWS calls, re-raising botocore errors as package errors."""
+    try:
+        yield
+    except (ClientError, BotoCoreError) as exc:
+        raise translate(exc, what) from exc
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the AWS clients point: a local endpoint URL, or real AWS (optionally a region).
+
+    Parsed from the CLI's ``--conn``: ``http://127.0.0.1:5000`` (one endpoint for DynamoDB, SQS and
+    SNS) or ``aws`` / ``aws://REGION``. With neither, boto3's own resolution applies, including the
+    standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` variables.
+    """
+
+    endpoint_url: str | None = None
+    region: str | None = None
+
+    @classmethod
+    def parse(cls, text: str | None) -> Connection:
+        if text is None or text.strip() in ("", "aws"):
+            return cls()
+        text = text.strip()
+        if text.startswith("aws://"):
+            region = text[len("aws://") :].strip("/")
+            if not region or not all(c.isalnum() or c == "-" for c in region):
+                raise ConfigError(f"invalid connection {text!r}: expected aws://REGION")
+            return cls(region=region)
+        parsed = urlparse(text)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ConfigError(f"invalid connection {text!r}: expected an endpoint URL (http://127.0.0.1:5000), aws or aws://REGION")
+        return cls(endpoint_url=text.rstrip("/"))
+
+
+class ClientFactory:
+    """Creates and caches boto3 clients (thread-safe: boto3 clients are; creating them is not)."""
+
+    def __init__(
+        self,
+        connection: Connection | None = None,
+        *,
+        session: boto3.session.Session | None = None,
+        max_pool_connections: int = 50,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        retries: int = 3,
+    ) -> None:
+        self.connection = connection or Connection()
+        self._session = session or boto3.session.Session()
+        self._config = Config(
+            max_pool_connections=max_pool_connections,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            retries={"mode": "standard", "total_max_attempts": retries},
+        )
+        self._clients: dict[tuple[str, str | None], Any] = {}
+        self._lock = threading.Lock()
+
+    def client(self, service: str, region: str | None = None) -> Any:
+        key = (service, region)
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = self._make(service, region)
+            return self._clients[key]
+
+    def _make(self, service: str, region: str | None) -> Any:
+        kwargs: dict[str, Any] = {"config": self._config}
+        conn = self.connection
+        if conn.endpoint_url:
+            kwargs["endpoint_url"] = conn.endpoint_url
+            kwargs["region_name"] = region or conn.region or self._session.region_name or LOCAL_REGION
+            creds = self._session.get_credentials()
+            if creds is None:
+                kwargs.update(_LOCAL_CREDENTIALS)
+        else:
+            region = region or conn.region
+            if region:
+                kwargs["region_name"] = region
+        with aws_errors(f"creating the {service} client"):
+            return self._session.client(service, **kwargs)  # type: ignore[call-overload]
+
+    def dynamodb(self) -> DynamoDBClient:
+        return self.client("dynamodb")  # type: ignore[no-any-return]
+
+    def sqs(self, region: str | None = None) -> SQSClient:
+        return self.client("sqs", region)  # type: ignore[no-any-return]
+
+    def sns(self, region: str | None = None) -> SNSClient:
+        return self.client("sns", region)  # type: ignore[no-any-return]
+
+
+def call(what: str, fn: Callable[..., T], **kwargs: Any) -> T:
+    """One AWS request with its errors translated."""
+    with aws_errors(what):
+        return fn(**kwargs)

@@ -1,0 +1,68 @@
+"""One error hierarchy for the whole package.
+
+AWS errors are translated at the boundary (``store.py``, ``sinks.py``, ``aws.py``): callers never
+see a ``botocore`` exception. The CLI and the Lambda handlers map these classes to messages and exit
+codes in one place each.
+"""
+
+from __future__ import annotations
+
+
+class HexeractError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class InvalidInput(HexeractError, ValueError):
+    """A value given by a user (cron, zone, target, id, payload, config) is not acceptable.
+
+    Raised before anything is written.
+    """
+
+
+class InvalidCron(InvalidInput):
+    """A cron expression or time zone that cannot be evaluated."""
+
+
+class InvalidTarget(InvalidInput):
+    """A target that is not ``sqs:<queue URL or ARN>`` or ``sns:<topic ARN>``."""
+
+
+class ConfigError(InvalidInput):
+    """An incoherent worker configuration or environment setting."""
+
+
+class ScheduleNotFound(HexeractError, LookupError):
+    """No schedule with that id exists in the table."""
+
+    def __init__(self, schedule_id: object) -> None:
+        super().__init__(f"schedule {schedule_id} not found")
+        self.schedule_id = schedule_id
+
+
+class NotReplayable(HexeractError):
+    """Replay asked for a schedule that is not dead-lettered; nothing was changed."""
+
+    def __init__(self, schedule_id: object, status: str) -> None:
+        super().__init__(f"schedule {schedule_id} is {status}, not dead-lettered: nothing to replay")
+        self.schedule_id = schedule_id
+        self.status = status
+
+
+class StoreError(HexeractError):
+    """DynamoDB refused or failed a request in a way the caller cannot fix by retrying."""
+
+
+class TableMissing(StoreError):
+    """The schedules table does not exist (run ``hexeract scheduler table create``)."""
+
+
+class EndpointUnreachable(StoreError):
+    """The AWS endpoint could not be reached at all."""
+
+
+class RetryableError(HexeractError):
+    """A transient AWS failure (throttling, 5xx, timeout): the same request may succeed later."""
+
+
+class DispatchError(HexeractError):
+    """A sink failed to deliver one occurrence; the message becomes that attempt's ``last_error``."""

@@ -1,0 +1,334 @@
+"""The domain: what a schedule is, what it sends, where, and what a claimed occurrence carries."""
+
+from __future__ import annotations
+
+import enum
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from uuid6 import uuid7
+
+from .clock import UTC, rfc3339, truncate_ms
+from .cron import CronSchedule
+from .errors import InvalidInput, InvalidTarget
+from .occurrence import OccurrenceId
+
+# SNS caps a whole message (body + attributes) at 256 KiB; keep 1 KiB of it for the five
+# contract attributes so a payload accepted here is always sendable to either sink.
+MAX_PAYLOAD_BYTES = 256 * 1024 - 1024
+MAX_EVENT_TYPE_CHARS = 256
+# Characters SQS accepts in a message body (SNS accepts a superset).
+_SQS_INVALID_CHARS = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_SQS_ARN = re.compile(r"^arn:(aws[a-z-]*):sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,80}(?:\.fifo)?)$")
+_SQS_URL = re.compile(r"^https?://[^/\s]+/(\d{12}|[A-Za-z0-9_-]+)/([A-Za-z0-9_-]{1,80}(?:\.fifo)?)$")
+_SNS_ARN = re.compile(r"^arn:(aws[a-z-]*):sns:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,256}(?:\.fifo)?)$")
+_GROUP_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
+_REGION_IN_HOST = re.compile(r"(?:^|\.)sqs\.([a-z0-9-]+)\.amazonaws\.com")
+
+
+class ScheduleStatus(enum.Enum):
+    """Stored values use underscores; ``label`` is the CLI/JSON spelling."""
+
+    PENDING = "pending"
+    PAUSED = "paused"
+    DELIVERED = "delivered"
+    CANCELLED = "cancelled"
+    DEAD_LETTERED = "dead_lettered"
+
+    @property
+    def label(self) -> str:
+        return self.value.replace("_", "-")
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (ScheduleStatus.DELIVERED, ScheduleStatus.CANCELLED, ScheduleStatus.DEAD_LETTERED)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where an occurrence is delivered: ``sqs:<queue URL or ARN>`` or ``sns:<topic ARN>``.
+
+    A FIFO queue or topic (name ending ``.fifo``) gets ``MessageGroupId`` = ``group_id`` (default:
+    the schedule id) and ``MessageDeduplicationId`` = the occurrence id. The group may be given in
+    the string form as a ``?group=NAME`` suffix.
+    """
+
+    kind: str  # "sqs" | "sns"
+    address: str  # queue URL or ARN, topic ARN
+    group_id: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        text = text.strip()
+        address, _, query = text.partition("?")
+        group = None
+        if query:
+            key, _, value = query.partition("=")
+            if key != "group" or not value:
+                raise InvalidTarget(f"invalid target {text!r}: the only option is ?group=NAME")
+            group = value
+        kind, sep, rest = address.partition(":")
+        if not sep or kind not in ("sqs", "sns"):
+            raise InvalidTarget(f"invalid target {text!r}: expected sqs:<queue URL or ARN> or sns:<topic ARN>")
+        return cls(kind, rest, group)
+
+    @classmethod
+    def sqs(cls, queue: str, group_id: str | None = None) -> Target:
+        return cls("sqs", queue, group_id)
+
+    @classmethod
+    def sns(cls, topic_arn: str, group_id: str | None = None) -> Target:
+        return cls("sns", topic_arn, group_id)
+
+    def __post_init__(self) -> None:
+        ok = (
+            (self.kind == "sqs" and (_SQS_ARN.match(self.address) or _SQS_URL.match(self.address)))
+            or (self.kind == "sns" and _SNS_ARN.match(self.address))
+        )
+        if not ok:
+            what = "an SQS queue URL or ARN" if self.kind == "sqs" else "an SNS topic ARN"
+            if self.kind not in ("sqs", "sns"):
+                raise InvalidTarget(f"invalid target kind {self.kind!r}: expected sqs or sns")
+            raise InvalidTarget(f"invalid target {self.kind}:{self.address}: expected {what}")
+        if self.group_id is not None:
+            if not _GROUP_ID.match(self.group_id):
+                raise InvalidTarget(f"invalid group id {self.group_id!r}: 1-128 printable ASCII characters")
+            if not self.is_fifo:
+                raise InvalidTarget(f"target {self.kind}:{self.address} is not FIFO: a group id applies to FIFO only")
+
+    @property
+    def name(self) -> str:
+        """Queue or topic name (last path/ARN segment)."""
+        return re.split(r"[/:]", self.address)[-1]
+
+    @property
+    def is_fifo(self) -> bool:
+        return self.name.endswith(".fifo")
+
+    @property
+    def is_arn(self) -> bool:
+        return self.address.startswith("arn:")
+
+    @property
+    def region(self) -> str | None:
+        if self.is_arn:
+            return self.address.split(":")[3]
+        host = self.address.split("/")[2]
+        m = _REGION_IN_HOST.search(host)
+        return m.group(1) if m else None
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.address}" + (f"?group={self.group_id}" if self.group_id else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """One-shot (``at``) or recurring (``cron``)."""
+
+    at: datetime | None = None
+    cron: CronSchedule | None = None
+
+    def __post_init__(self) -> None:
+        if (self.at is None) == (self.cron is None):
+            raise InvalidInput("a trigger is either one instant or one cron expression")
+        if self.at is not None:
+            if self.at.tzinfo is None:
+                raise InvalidInput("a one-shot instant must carry a time zone (use UTC)")
+            object.__setattr__(self, "at", truncate_ms(self.at))
+
+    @property
+    def is_recurring(self) -> bool:
+        return self.cron is not None
+
+    def label(self) -> str:
+        return self.cron.label() if self.cron else "delay"
+
+    def first_due(self, now: datetime) -> datetime:
+        if self.at is not None:
+            return self.at
+        assert self.cron is not None
+        first = self.cron.next_after(now)
+        if first is None:
+            raise InvalidInput(f"cron {self.cron.expression!r} has no future instant")
+        return truncate_ms(first)
+
+    def next_after(self, ref: datetime) -> datetime | None:
+        if self.cron is None:
+            return None
+        nxt = self.cron.next_after(ref)
+        return truncate_ms(nxt) if nxt else None
+
+
+def parse_schedule_id(value: str | uuid.UUID) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(value.strip())
+    except (ValueError, AttributeError):
+        raise InvalidInput(f"malformed schedule id {value!r}: expected a UUID") from None
+
+
+def _check_payload(payload: bytes | str | Any) -> bytes:
+    if isinstance(payload, str):
+        payload = payload.encode("utf-8")
+    if not isinstance(payload, (bytes, bytearray)):
+        raise InvalidInput("payload must be bytes or str")
+    payload = bytes(payload)
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise InvalidInput(f"payload is {len(payload)} bytes; the limit is {MAX_PAYLOAD_BYTES} (256 KiB less 1 KiB of attributes)")
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput("payload must be UTF-8 text (SQS and SNS message bodies are text)") from None
+    if _SQS_INVALID_CHARS.search(text):
+        raise InvalidInput("payload holds a control character SQS does not accept in a message body")
+    return payload
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledMessage:
+    """A schedule to insert: what to send, where, when, and how many attempts per occurrence.
+
+    Everything is validated at construction, before anything is written.
+    """
+
+    target: Target
+    trigger: Trigger
+    payload: bytes = b"{}"
+    event_type: str = "scheduled"
+    max_attempts: int = 5
+    schedule_id: uuid.UUID = field(default_factory=lambda: uuid.UUID(str(uuid7())))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "payload", _check_payload(self.payload))
+        if isinstance(self.target, str):
+            object.__setattr__(self, "target", Target.parse(self.target))
+        if isinstance(self.schedule_id, str):
+            object.__setattr__(self, "schedule_id", parse_schedule_id(self.schedule_id))
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise InvalidInput(f"max_attempts must be an integer >= 1, got {self.max_attempts!r}")
+        if not self.event_type or len(self.event_type) > MAX_EVENT_TYPE_CHARS or _SQS_INVALID_CHARS.search(self.event_type):
+            raise InvalidInput(f"event type must be 1-{MAX_EVENT_TYPE_CHARS} printable characters")
+
+    @classmethod
+    def delay(
+        cls,
+        target: Target | str,
+        *,
+        at: datetime | None = None,
+        after: timedelta | None = None,
+        now: datetime | None = None,
+        payload: bytes | str = b"{}",
+        event_type: str = "scheduled",
+        max_attempts: int = 5,
+    ) -> ScheduledMessage:
+        """A one-shot schedule, due ``at`` an instant or ``after`` a delay from ``now``."""
+        if (at is None) == (after is None):
+            raise InvalidInput("give exactly one of at= or after=")
+        if after is not None:
+            if now is None:
+                raise InvalidInput("after= needs now= (the caller's clock)")
+            at = now + after
+        tgt = Target.parse(target) if isinstance(target, str) else target
+        return cls(tgt, Trigger(at=at), payload, event_type, max_attempts)
+
+    @classmethod
+    def cron(
+        cls,
+        target: Target | str,
+        expression: str,
+        *,
+        timezone: str | None = None,
+        payload: bytes | str = b"{}",
+        event_type: str = "scheduled",
+        max_attempts: int = 5,
+    ) -> ScheduledMessage:
+        tgt = Target.parse(target) if isinstance(target, str) else target
+        return cls(tgt, Trigger(cron=CronSchedule(expression, timezone)), payload, event_type, max_attempts)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleSnapshot:
+    """What ``inspect`` and the listings return: a schedule as stored, without its payload."""
+
+    schedule_id: uuid.UUID
+    status: ScheduleStatus
+    scheduled_for: datetime
+    attempts: int
+    max_attempts: int
+    trigger: str
+    target: str
+    event_type: str
+    last_error: str | None = None
+    dead_lettered_at: datetime | None = None
+    leased_until: datetime | None = None
+
+    def to_json(self, *, dead_letter: bool = False) -> dict[str, Any]:
+        """The documented JSON object (DESIGN §4); dead-letter listings add ``dead_lettered_at``."""
+        out: dict[str, Any] = {
+            "schedule_id": str(self.schedule_id),
+            "status": self.status.label,
+            "scheduled_for": rfc3339(self.scheduled_for),
+            "attempts": self.attempts,
+            "max_attempts": self.max_attempts,
+            "trigger": self.trigger,
+            "last_error": self.last_error,
+        }
+        if dead_letter:
+            out["dead_lettered_at"] = rfc3339(self.dead_lettered_at) if self.dead_lettered_at else None
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedOccurrence:
+    """One occurrence this worker has claimed; every ack about it is fenced on ``lease_token``.
+
+    ``attempt`` already counts this claim (it was incremented by the claiming write), so
+    ``is_exhausted`` means a failure now dead-letters instead of retrying.
+    """
+
+    schedule_id: uuid.UUID
+    scheduled_for: datetime
+    attempt: int
+    max_attempts: int
+    lease_token: str
+    leased_until: datetime
+    target: Target
+    trigger: Trigger
+    payload: bytes
+    event_type: str
+
+    @property
+    def occurrence_id(self) -> OccurrenceId:
+        return OccurrenceId.derive(self.schedule_id, self.scheduled_for)
+
+    @property
+    def is_exhausted(self) -> bool:
+        return self.attempt >= self.max_attempts
+
+    def lease_expired(self, now: datetime) -> bool:
+        return now >= self.leased_until
+
+    def message_attributes(self) -> dict[str, str | int]:
+        return {
+            "occurrence_id": str(self.occurrence_id),
+            "schedule_id": str(self.schedule_id),
+            "event_type": self.event_type,
+            "scheduled_for": rfc3339(self.scheduled_for),
+            "attempt": self.attempt,
+        }
+
+
+__all__ = [
+    "UTC",
+    "LeasedOccurrence",
+    "ScheduleSnapshot",
+    "ScheduleStatus",
+    "ScheduledMessage",
+    "Target",
+    "Trigger",
+    "parse_schedule_id",
+]

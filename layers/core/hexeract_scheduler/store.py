@@ -1,0 +1,739 @@
+"""DynamoScheduleStore: schedules in one DynamoDB table, claimed with conditional writes.
+
+Table layout (DESIGN §6). Key ``schedule_id`` (S). Instants are integer epoch milliseconds.
+
+* ``due-index`` (sparse, KEYS_ONLY): ``due_shard`` (S) + ``due_at`` (N). Only pending items carry
+  the keys. A claim sets ``due_at = leased_until``, so an expired lease makes the item due again
+  with no extra query; terminal and paused items drop the keys and leave the index.
+* ``list-index`` (sparse, KEYS_ONLY): ``list_shard`` (S) + ``scheduled_for`` (N), carried by pending
+  and paused items: the listing is a Query per shard, merged, never a Scan.
+* ``dead-letter-index`` (sparse, KEYS_ONLY): ``dl_pk`` (S, constant) + ``dead_lettered_at`` (N).
+
+Every step is one single-item conditional write (no transactions): half the cost of a
+transaction, and each state change stays atomic on its own. The shard count is fixed when the table
+is created and recorded in the item ``schedule_id = "#meta"``.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from botocore.exceptions import ClientError
+
+from .aws import aws_errors, error_code
+from .clock import from_ms, to_ms
+from .cron import CronSchedule
+from .errors import ConfigError, InvalidInput, NotReplayable, ScheduleNotFound
+from .model import (
+    LeasedOccurrence,
+    ScheduledMessage,
+    ScheduleSnapshot,
+    ScheduleStatus,
+    Target,
+    Trigger,
+    parse_schedule_id,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+T = TypeVar("T")
+
+DEFAULT_TABLE = "hexeract-schedules"
+DEFAULT_SHARDS = 4
+MAX_SHARDS = 256
+META_ID = "#meta"
+DUE_INDEX = "due-index"
+LIST_INDEX = "list-index"
+DEAD_LETTER_INDEX = "dead-letter-index"
+DEAD_LETTER_PK = "dead"
+CRASH_EXHAUSTED = "attempt budget exhausted by a crashed worker"
+MAX_ERROR_CHARS = 1000
+# Everything but the payload: what listings and inspect read.
+_SNAPSHOT_ATTRS = (
+    "schedule_id, #st, scheduled_for, attempts, max_attempts, trigger_kind, cron, tz, target, "
+    "event_type, last_error, dead_lettered_at, leased_until"
+)
+# Removing these takes an item out of the due index, the listing, and fences any in-flight lease.
+_LEAVE_ACTIVE = "due_shard, due_at, list_shard, leased_until, lease_token"
+
+
+def table_definition(table_name: str = DEFAULT_TABLE) -> dict[str, Any]:
+    """CreateTable arguments: the one definition the CLI, tests and template contract share."""
+
+    def gsi(name: str, pk: str, sk: str) -> dict[str, Any]:
+        return {
+            "IndexName": name,
+            "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+        }
+
+    return {
+        "TableName": table_name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [
+            {"AttributeName": "schedule_id", "AttributeType": "S"},
+            {"AttributeName": "due_shard", "AttributeType": "S"},
+            {"AttributeName": "due_at", "AttributeType": "N"},
+            {"AttributeName": "list_shard", "AttributeType": "S"},
+            {"AttributeName": "scheduled_for", "AttributeType": "N"},
+            {"AttributeName": "dl_pk", "AttributeType": "S"},
+            {"AttributeName": "dead_lettered_at", "AttributeType": "N"},
+        ],
+        "KeySchema": [{"AttributeName": "schedule_id", "KeyType": "HASH"}],
+        "GlobalSecondaryIndexes": [
+            gsi(DUE_INDEX, "due_shard", "due_at"),
+            gsi(LIST_INDEX, "list_shard", "scheduled_for"),
+            gsi(DEAD_LETTER_INDEX, "dl_pk", "dead_lettered_at"),
+        ],
+    }
+
+
+def shard_of(schedule_id: uuid.UUID, shards: int) -> int:
+    # UUIDv7's low bits are random: a plain modulo spreads evenly.
+    return schedule_id.int % shards
+
+
+def _s(v: str) -> dict[str, Any]:
+    return {"S": v}
+
+
+def _n(v: int) -> dict[str, Any]:
+    return {"N": str(int(v))}
+
+
+def _key(schedule_id: uuid.UUID) -> dict[str, Any]:
+    return {"schedule_id": _s(str(schedule_id))}
+
+
+def _short_error(error: str) -> str:
+    error = " ".join(str(error).split()) or "unknown error"
+    return error if len(error) <= MAX_ERROR_CHARS else error[: MAX_ERROR_CHARS - 1] + "…"
+
+
+def _trigger_of(item: dict[str, Any]) -> Trigger:
+    if item["trigger_kind"]["S"] == "cron":
+        tz = item.get("tz", {}).get("S")
+        return Trigger(cron=CronSchedule(item["cron"]["S"], tz))
+    return Trigger(at=from_ms(int(item["scheduled_for"]["N"])))
+
+
+def _trigger_label(item: dict[str, Any]) -> str:
+    if item["trigger_kind"]["S"] == "cron":
+        tz = item.get("tz", {}).get("S")
+        return f"cron:{item['cron']['S']}" + (f" tz={tz}" if tz else "")
+    return "delay"
+
+
+def _opt_ms(item: dict[str, Any], name: str) -> datetime | None:
+    return from_ms(int(item[name]["N"])) if name in item else None
+
+
+def snapshot_of(item: dict[str, Any]) -> ScheduleSnapshot:
+    return ScheduleSnapshot(
+        schedule_id=uuid.UUID(item["schedule_id"]["S"]),
+        status=ScheduleStatus(item["status"]["S"]),
+        scheduled_for=from_ms(int(item["scheduled_for"]["N"])),
+        attempts=int(item["attempts"]["N"]),
+        max_attempts=int(item["max_attempts"]["N"]),
+        trigger=_trigger_label(item),
+        target=item["target"]["S"],
+        event_type=item["event_type"]["S"],
+        last_error=item.get("last_error", {}).get("S"),
+        dead_lettered_at=_opt_ms(item, "dead_lettered_at"),
+        leased_until=_opt_ms(item, "leased_until"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DueEntry:
+    schedule_id: uuid.UUID
+    due_at_ms: int
+
+
+@dataclass(slots=True)
+class ClaimBatch:
+    """What one ``claim_due`` call did.
+
+    ``lost`` counts index entries another worker claimed first (or that the index showed stale);
+    ``next_due_ms`` is the soonest not-yet-due instant seen within the look-ahead, if any.
+    """
+
+    leased: list[LeasedOccurrence] = field(default_factory=list)
+    swept: list[uuid.UUID] = field(default_factory=list)
+    lost: int = 0
+    next_due_ms: int | None = None
+    more_due: bool = False
+
+
+class DynamoScheduleStore:
+    """The schedules table. Thread-safe: one instance may serve a whole worker's thread pool."""
+
+    def __init__(
+        self,
+        table_name: str = DEFAULT_TABLE,
+        *,
+        dynamodb: DynamoDBClient | None = None,
+        shards: int | None = None,
+    ) -> None:
+        if dynamodb is None:
+            from .aws import ClientFactory
+
+            dynamodb = ClientFactory().dynamodb()
+        self.table_name = table_name
+        self.client = dynamodb
+        if shards is not None:
+            _check_shards(shards)
+        self._shards = shards
+        self._shards_checked = False
+        self._lock = threading.Lock()
+
+    # -- table -----------------------------------------------------------------------------
+
+    def create_table(self, shards: int = DEFAULT_SHARDS, *, wait: bool = True) -> tuple[bool, int]:
+        """Create the table and indexes if missing (idempotent); returns (created, shard count).
+
+        The shard count recorded at creation wins: asking for another on an existing table keeps
+        the recorded one (re-sharding would strand items in shards no worker reads).
+        """
+        _check_shards(shards)
+        created = True
+        try:
+            self.client.create_table(**table_definition(self.table_name))
+        except ClientError as exc:
+            if error_code(exc) != "ResourceInUseException":
+                with aws_errors(f"creating table {self.table_name}"):
+                    raise
+            created = False
+        if wait:
+            with aws_errors(f"waiting for table {self.table_name}"):
+                self.client.get_waiter("table_exists").wait(
+                    TableName=self.table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
+                )
+        self._shards = None
+        recorded = self._ensure_meta(shards)
+        self._shards = recorded
+        self._shards_checked = True
+        return created, recorded
+
+    def _ensure_meta(self, shards: int) -> int:
+        with aws_errors(f"recording the shard count in {self.table_name}"):
+            try:
+                self.client.put_item(
+                    TableName=self.table_name,
+                    Item={"schedule_id": _s(META_ID), "shards": _n(shards)},
+                    ConditionExpression="attribute_not_exists(schedule_id)",
+                )
+                return shards
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise
+            got = self.client.get_item(TableName=self.table_name, Key=_key_raw(META_ID), ConsistentRead=True)
+        return int(got["Item"]["shards"]["N"])
+
+    @property
+    def shards(self) -> int:
+        """The table's shard count: read once from ``#meta`` (recorded with the default if absent).
+
+        A store built with an explicit count fails fast if the table recorded another one.
+        """
+        if self._shards_checked and self._shards is not None:
+            return self._shards
+        with self._lock:
+            if not self._shards_checked:
+                wanted = self._shards
+                recorded = self._ensure_meta(wanted or DEFAULT_SHARDS)
+                if wanted is not None and wanted != recorded:
+                    raise ConfigError(
+                        f"table {self.table_name} was created with {recorded} shards, not {wanted}: "
+                        "set the shard count to the table's"
+                    )
+                self._shards = recorded
+                self._shards_checked = True
+        assert self._shards is not None
+        return self._shards
+
+    # -- writes by users -------------------------------------------------------------------
+
+    def insert(self, message: ScheduledMessage, now: datetime) -> ScheduleSnapshot:
+        """Store a new pending schedule; its first occurrence is due at the trigger's first instant."""
+        first = message.trigger.first_due(now)
+        shard = str(shard_of(message.schedule_id, self.shards))
+        item: dict[str, Any] = {
+            "schedule_id": _s(str(message.schedule_id)),
+            "status": _s(ScheduleStatus.PENDING.value),
+            "trigger_kind": _s("cron" if message.trigger.cron else "delay"),
+            "target": _s(str(message.target)),
+            "event_type": _s(message.event_type),
+            "payload": {"B": message.payload},
+            "scheduled_for": _n(to_ms(first)),
+            "due_shard": _s(shard),
+            "due_at": _n(to_ms(first)),
+            "list_shard": _s(shard),
+            "attempts": _n(0),
+            "max_attempts": _n(message.max_attempts),
+            "created_at": _n(to_ms(now)),
+        }
+        if message.trigger.cron:
+            item["cron"] = _s(message.trigger.cron.expression)
+            if message.trigger.cron.timezone:
+                item["tz"] = _s(message.trigger.cron.timezone)
+        with aws_errors(f"inserting schedule {message.schedule_id}"):
+            try:
+                self.client.put_item(
+                    TableName=self.table_name, Item=item, ConditionExpression="attribute_not_exists(schedule_id)"
+                )
+            except ClientError as exc:
+                if error_code(exc) == "ConditionalCheckFailedException":
+                    raise InvalidInput(f"schedule {message.schedule_id} already exists") from None
+                raise
+        return snapshot_of(item)
+
+    def inspect(self, schedule_id: uuid.UUID | str) -> ScheduleSnapshot | None:
+        """The schedule as stored, or None if there is no such schedule."""
+        sid = parse_schedule_id(schedule_id)
+        with aws_errors(f"reading schedule {sid}"):
+            got = self.client.get_item(
+                TableName=self.table_name,
+                Key=_key(sid),
+                ConsistentRead=True,
+                ProjectionExpression=_SNAPSHOT_ATTRS,
+                ExpressionAttributeNames={"#st": "status"},
+            )
+        return snapshot_of(got["Item"]) if "Item" in got else None
+
+    def cancel(self, schedule_id: uuid.UUID | str) -> bool:
+        """Pending or paused → cancelled (True). A terminal schedule is left alone (False)."""
+        sid = parse_schedule_id(schedule_id)
+        return self._lifecycle(
+            sid,
+            f"SET #st = :cancelled REMOVE {_LEAVE_ACTIVE}",
+            "#st IN (:pending, :paused)",
+            {":cancelled": _s("cancelled"), ":pending": _s("pending"), ":paused": _s("paused")},
+            f"cancelling schedule {sid}",
+        )
+
+    def pause(self, schedule_id: uuid.UUID | str) -> bool:
+        """Pending → paused (True); anything else is left alone (False).
+
+        Pausing drops the lease token, so an in-flight dispatch's ack is fenced off: that
+        occurrence is delivered again (same occurrence id) after resume, never lost.
+        """
+        sid = parse_schedule_id(schedule_id)
+        return self._lifecycle(
+            sid,
+            "SET #st = :paused REMOVE due_shard, due_at, leased_until, lease_token",
+            "#st = :pending",
+            {":paused": _s("paused"), ":pending": _s("pending")},
+            f"pausing schedule {sid}",
+        )
+
+    def resume(self, schedule_id: uuid.UUID | str, now: datetime) -> bool:
+        """Paused → pending (True); not paused: no-op (False).
+
+        A cron schedule whose stored instant passed while paused realigns to the next strictly
+        future instant (no catch-up) with a fresh attempt budget; a one-shot keeps its instant.
+        """
+        sid = parse_schedule_id(schedule_id)
+        with aws_errors(f"resuming schedule {sid}"):
+            got = self.client.get_item(TableName=self.table_name, Key=_key(sid), ConsistentRead=True)
+        item = got.get("Item")
+        if item is None:
+            raise ScheduleNotFound(sid)
+        if item["status"]["S"] != ScheduleStatus.PAUSED.value:
+            return False
+        stored = int(item["scheduled_for"]["N"])
+        trigger = _trigger_of(item)
+        update = "SET #st = :pending, due_shard = :shard, due_at = :due, scheduled_for = :due"
+        values: dict[str, Any] = {
+            ":pending": _s("pending"),
+            ":paused": _s("paused"),
+            ":shard": item["list_shard"],
+            ":old": _n(stored),
+        }
+        due = stored
+        if trigger.is_recurring and stored < to_ms(now):
+            nxt = trigger.next_after(now)
+            if nxt is None:  # no future instant: nothing left to fire
+                return self._lifecycle(
+                    sid,
+                    f"SET #st = :delivered REMOVE {_LEAVE_ACTIVE}",
+                    "#st = :paused AND scheduled_for = :old",
+                    {":delivered": _s("delivered"), ":paused": _s("paused"), ":old": _n(stored)},
+                    f"resuming schedule {sid}",
+                )
+            due = to_ms(nxt)
+            update += ", attempts = :zero REMOVE last_error"
+            values[":zero"] = _n(0)
+        values[":due"] = _n(due)
+        return self._lifecycle(sid, update, "#st = :paused AND scheduled_for = :old", values, f"resuming schedule {sid}")
+
+    def replay(self, schedule_id: uuid.UUID | str, now: datetime) -> None:
+        """Dead-lettered → pending, attempts 0, error cleared, due now, same occurrence.
+
+        Anything else raises NotReplayable and changes nothing.
+        """
+        sid = parse_schedule_id(schedule_id)
+        shard = str(shard_of(sid, self.shards))
+        changed = self._lifecycle(
+            sid,
+            "SET #st = :pending, attempts = :zero, due_shard = :shard, list_shard = :shard, due_at = :now "
+            "REMOVE last_error, dead_lettered_at, dl_pk, leased_until, lease_token",
+            "#st = :dead",
+            {
+                ":pending": _s("pending"),
+                ":dead": _s("dead_lettered"),
+                ":zero": _n(0),
+                ":shard": _s(shard),
+                ":now": _n(to_ms(now)),
+            },
+            f"replaying schedule {sid}",
+            return_old=True,
+        )
+        if changed is not True:
+            raise NotReplayable(sid, ScheduleStatus(changed).label)
+
+    def _lifecycle(
+        self,
+        sid: uuid.UUID,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+        what: str,
+        *,
+        return_old: bool = False,
+    ) -> Any:
+        """A conditional update on an existing schedule: True if applied, else False (or, with
+        ``return_old``, the status that refused it). Unknown id → ScheduleNotFound."""
+        with aws_errors(what):
+            try:
+                self.client.update_item(
+                    TableName=self.table_name,
+                    Key=_key(sid),
+                    UpdateExpression=update,
+                    ConditionExpression=f"attribute_exists(schedule_id) AND ({condition})",
+                    ExpressionAttributeNames={"#st": "status"},
+                    ExpressionAttributeValues=values,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+                return True
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise
+                old = exc.response.get("Item")
+                if old is None:
+                    old = self.client.get_item(TableName=self.table_name, Key=_key(sid), ConsistentRead=True).get("Item")
+                if not old:
+                    raise ScheduleNotFound(sid) from None
+                return old["status"]["S"] if return_old else False
+
+    # -- listings --------------------------------------------------------------------------
+
+    def list_pending(self, limit: int = 50) -> list[ScheduleSnapshot]:
+        """Pending and paused schedules, soonest first: one Query per shard, merged."""
+        _check_limit(limit)
+        per_shard = [self._query_keys(LIST_INDEX, "list_shard", str(s), limit, forward=True) for s in range(self.shards)]
+        ordered = list(heapq.merge(*per_shard, key=lambda e: (e.due_at_ms, str(e.schedule_id))))[:limit]
+        items = self._batch_get([e.schedule_id for e in ordered])
+        out = [snapshot_of(items[e.schedule_id]) for e in ordered if e.schedule_id in items]
+        # The index is eventually consistent: re-check status and order on the items themselves.
+        out = [s for s in out if s.status in (ScheduleStatus.PENDING, ScheduleStatus.PAUSED)]
+        return sorted(out, key=lambda s: (s.scheduled_for, str(s.schedule_id)))
+
+    def list_dead_letter(self, limit: int = 50) -> list[ScheduleSnapshot]:
+        """Dead-lettered schedules, most recently dead-lettered first (a Query, never a Scan)."""
+        _check_limit(limit)
+        entries = self._query_keys(DEAD_LETTER_INDEX, "dl_pk", DEAD_LETTER_PK, limit, forward=False)
+        items = self._batch_get([e.schedule_id for e in entries])
+        out = [snapshot_of(items[e.schedule_id]) for e in entries if e.schedule_id in items]
+        out = [s for s in out if s.status is ScheduleStatus.DEAD_LETTERED]
+        return sorted(out, key=lambda s: (s.dead_lettered_at or s.scheduled_for, str(s.schedule_id)), reverse=True)
+
+    def _query_keys(self, index: str, pk: str, value: str, limit: int, *, forward: bool) -> list[DueEntry]:
+        sort_key = {LIST_INDEX: "scheduled_for", DEAD_LETTER_INDEX: "dead_lettered_at", DUE_INDEX: "due_at"}[index]
+        out: list[DueEntry] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": index,
+            "KeyConditionExpression": "#pk = :v",
+            "ExpressionAttributeNames": {"#pk": pk},
+            "ExpressionAttributeValues": {":v": _s(value)},
+            "ScanIndexForward": forward,
+        }
+        with aws_errors(f"listing {index}"):
+            while len(out) < limit:
+                page = self.client.query(Limit=limit - len(out), **kwargs)
+                out += [DueEntry(uuid.UUID(i["schedule_id"]["S"]), int(i[sort_key]["N"])) for i in page.get("Items", [])]
+                if "LastEvaluatedKey" not in page:
+                    break
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return out
+
+    def _batch_get(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+        found: dict[uuid.UUID, dict[str, Any]] = {}
+        for start in range(0, len(ids), 100):
+            keys: list[dict[str, Any]] = [_key(i) for i in dict.fromkeys(ids[start : start + 100])]
+            request: dict[str, Any] = {
+                self.table_name: {
+                    "Keys": keys,
+                    "ConsistentRead": True,
+                    "ProjectionExpression": _SNAPSHOT_ATTRS,
+                    "ExpressionAttributeNames": {"#st": "status"},
+                }
+            }
+            with aws_errors("reading schedules"):
+                for _ in range(10):
+                    resp = self.client.batch_get_item(RequestItems=request)
+                    for item in resp.get("Responses", {}).get(self.table_name, []):
+                        found[uuid.UUID(item["schedule_id"]["S"])] = item
+                    request = resp.get("UnprocessedKeys") or {}
+                    if not request:
+                        break
+        return found
+
+    # -- the worker's path -----------------------------------------------------------------
+
+    def find_due(
+        self,
+        now: datetime,
+        limit: int,
+        *,
+        horizon: timedelta = timedelta(0),
+        shards: Iterable[int] | None = None,
+        executor: Executor | None = None,
+    ) -> list[DueEntry]:
+        """Index entries due by ``now + horizon``, soonest first across the given shards.
+
+        The index is eventually consistent and KEYS_ONLY: an entry is a hint, and the claim's
+        condition is the truth.
+        """
+        until = to_ms(now + horizon)
+        shard_list = list(range(self.shards)) if shards is None else list(shards)
+
+        def one(shard: int) -> list[DueEntry]:
+            with aws_errors(f"querying {DUE_INDEX}"):
+                page = self.client.query(
+                    TableName=self.table_name,
+                    IndexName=DUE_INDEX,
+                    KeyConditionExpression="due_shard = :s AND due_at <= :t",
+                    ExpressionAttributeValues={":s": _s(str(shard)), ":t": _n(until)},
+                    Limit=limit,
+                )
+            return [DueEntry(uuid.UUID(i["schedule_id"]["S"]), int(i["due_at"]["N"])) for i in page.get("Items", [])]
+
+        results = map_concurrently(executor, one, shard_list)
+        return list(heapq.merge(*results, key=lambda e: e.due_at_ms))
+
+    def claim(self, schedule_id: uuid.UUID, now: datetime, lease: timedelta) -> LeasedOccurrence | ClaimRefusal:
+        """Claim one occurrence: in one conditional write, check it is pending, due, unleased and
+        within budget; increment ``attempts``; stamp a fresh lease token and ``leased_until``.
+
+        ``due_at`` moves to ``leased_until``: if this worker dies, the item is due again exactly
+        when the lease expires, and that re-claim counts against the budget.
+        """
+        now_ms = to_ms(now)
+        until = now + lease
+        token = uuid.uuid4().hex
+        with aws_errors(f"claiming schedule {schedule_id}"):
+            try:
+                resp = self.client.update_item(
+                    TableName=self.table_name,
+                    Key=_key(schedule_id),
+                    UpdateExpression="SET attempts = attempts + :one, leased_until = :until, due_at = :until, lease_token = :tok",
+                    ConditionExpression=(
+                        "#st = :pending AND due_at <= :now AND attempts < max_attempts "
+                        "AND (attribute_not_exists(leased_until) OR leased_until <= :now)"
+                    ),
+                    ExpressionAttributeNames={"#st": "status"},
+                    ExpressionAttributeValues={
+                        ":one": _n(1),
+                        ":until": _n(to_ms(until)),
+                        ":tok": _s(token),
+                        ":pending": _s("pending"),
+                        ":now": _n(now_ms),
+                    },
+                    ReturnValues="ALL_NEW",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise
+                return _refusal(exc.response.get("Item"), now_ms)
+        item = resp["Attributes"]
+        return LeasedOccurrence(
+            schedule_id=schedule_id,
+            scheduled_for=from_ms(int(item["scheduled_for"]["N"])),
+            attempt=int(item["attempts"]["N"]),
+            max_attempts=int(item["max_attempts"]["N"]),
+            lease_token=token,
+            leased_until=from_ms(to_ms(until)),
+            target=Target.parse(item["target"]["S"]),
+            trigger=_trigger_of(item),
+            payload=bytes(item["payload"]["B"]),
+            event_type=item["event_type"]["S"],
+        )
+
+    def claim_due(
+        self,
+        now: datetime,
+        lease: timedelta,
+        limit: int,
+        *,
+        horizon: timedelta = timedelta(0),
+        shards: Iterable[int] | None = None,
+        executor: Executor | None = None,
+    ) -> ClaimBatch:
+        """Find due entries and claim up to ``limit`` of them concurrently.
+
+        Entries whose budget a crashed worker exhausted are swept to dead-letter on the way.
+        """
+        shard_list = list(range(self.shards)) if shards is None else list(shards)
+        entries = self.find_due(now, limit, horizon=horizon, shards=shard_list, executor=executor)
+        now_ms = to_ms(now)
+        due = [e for e in entries if e.due_at_ms <= now_ms][:limit]
+        later = [e.due_at_ms for e in entries if e.due_at_ms > now_ms]
+        batch = ClaimBatch(next_due_ms=min(later) if later else None, more_due=len(due) >= limit)
+        outcomes = map_concurrently(executor, lambda e: (e, self.claim(e.schedule_id, now, lease)), due)
+        for entry, outcome in outcomes:
+            if isinstance(outcome, LeasedOccurrence):
+                batch.leased.append(outcome)
+            elif outcome is ClaimRefusal.EXHAUSTED and self.sweep_exhausted(entry.schedule_id, now):
+                batch.swept.append(entry.schedule_id)
+            else:
+                batch.lost += 1
+        return batch
+
+    def sweep_exhausted(self, schedule_id: uuid.UUID, now: datetime) -> bool:
+        """Dead-letter a pending schedule whose budget crashed workers used up (lease expired)."""
+        now_ms = to_ms(now)
+        return self._fenced(
+            schedule_id,
+            f"SET #st = :dead, last_error = :err, dead_lettered_at = :now, dl_pk = :dl REMOVE {_LEAVE_ACTIVE}",
+            "#st = :pending AND attempts >= max_attempts AND (attribute_not_exists(leased_until) OR leased_until <= :now)",
+            {
+                ":dead": _s("dead_lettered"),
+                ":err": _s(CRASH_EXHAUSTED),
+                ":now": _n(now_ms),
+                ":dl": _s(DEAD_LETTER_PK),
+                ":pending": _s("pending"),
+            },
+            "sweeping",
+        )
+
+    # -- fenced acks -----------------------------------------------------------------------
+    # Each applies only if the item still carries this worker's lease token. False means the
+    # lease was lost (expired and re-claimed, or the schedule was paused/cancelled meanwhile):
+    # another worker owns the occurrence now, so the ack must change nothing. It is not an error.
+
+    def mark_delivered(self, occ: LeasedOccurrence) -> bool:
+        return self._fenced(
+            occ.schedule_id,
+            f"SET #st = :delivered REMOVE {_LEAVE_ACTIVE}, last_error",
+            "lease_token = :tok",
+            {":delivered": _s("delivered"), ":tok": _s(occ.lease_token)},
+            "acking delivery of",
+        )
+
+    def reschedule(self, occ: LeasedOccurrence, next_at: datetime) -> bool:
+        """A recurring schedule's occurrence succeeded: the next one is due at ``next_at``, with a
+        fresh attempt budget."""
+        ms = to_ms(next_at)
+        return self._fenced(
+            occ.schedule_id,
+            "SET scheduled_for = :next, due_at = :next, attempts = :zero "
+            "REMOVE leased_until, lease_token, last_error",
+            "lease_token = :tok",
+            {":next": _n(ms), ":zero": _n(0), ":tok": _s(occ.lease_token)},
+            "rescheduling",
+        )
+
+    def mark_failed(self, occ: LeasedOccurrence, error: str, retry_at: datetime) -> bool:
+        """A failed attempt with budget left: due again at ``retry_at``; ``attempts`` untouched
+        (the claim counted it)."""
+        ms = to_ms(retry_at)
+        return self._fenced(
+            occ.schedule_id,
+            "SET last_error = :err, leased_until = :retry, due_at = :retry REMOVE lease_token",
+            "lease_token = :tok",
+            {":err": _s(_short_error(error)), ":retry": _n(ms), ":tok": _s(occ.lease_token)},
+            "recording a failure of",
+        )
+
+    def mark_dead_lettered(self, occ: LeasedOccurrence, error: str, now: datetime) -> bool:
+        """The last attempt failed: dead-lettered, never claimed again until replayed."""
+        return self._fenced(
+            occ.schedule_id,
+            f"SET #st = :dead, last_error = :err, dead_lettered_at = :now, dl_pk = :dl REMOVE {_LEAVE_ACTIVE}",
+            "lease_token = :tok",
+            {
+                ":dead": _s("dead_lettered"),
+                ":err": _s(_short_error(error)),
+                ":now": _n(to_ms(now)),
+                ":dl": _s(DEAD_LETTER_PK),
+                ":tok": _s(occ.lease_token),
+            },
+            "dead-lettering",
+        )
+
+    def _fenced(self, sid: uuid.UUID, update: str, condition: str, values: dict[str, Any], what: str) -> bool:
+        with aws_errors(f"{what} schedule {sid}"):
+            try:
+                self.client.update_item(
+                    TableName=self.table_name,
+                    Key=_key(sid),
+                    UpdateExpression=update,
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames={"#st": "status"} if "#st" in update + condition else {},
+                    ExpressionAttributeValues=values,
+                )
+                return True
+            except ClientError as exc:
+                if error_code(exc) == "ConditionalCheckFailedException":
+                    return False
+                raise
+
+
+class ClaimRefusal(enum.Enum):
+    """Why a claim did not apply (a domain outcome, not an error)."""
+
+    LOST = "lost"  # someone else holds or finished it, or the index entry was stale
+    EXHAUSTED = "exhausted"  # pending, budget used up by crashed workers, lease expired: sweep it
+
+
+def _refusal(old: dict[str, Any] | None, now_ms: int) -> ClaimRefusal:
+    if not old or old.get("status", {}).get("S") != "pending":
+        return ClaimRefusal.LOST
+    leased_until = int(old["leased_until"]["N"]) if "leased_until" in old else None
+    lease_free = leased_until is None or leased_until <= now_ms
+    if int(old["attempts"]["N"]) >= int(old["max_attempts"]["N"]) and lease_free:
+        return ClaimRefusal.EXHAUSTED
+    return ClaimRefusal.LOST
+
+
+def map_concurrently(executor: Executor | None, fn: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
+    """``fn`` over ``items`` on the pool, results in order (inline for 0 or 1 item)."""
+    if executor is None or len(items) <= 1:
+        return [fn(i) for i in items]
+    return list(executor.map(fn, items))
+
+
+def _key_raw(value: str) -> dict[str, Any]:
+    return {"schedule_id": _s(value)}
+
+
+def _check_shards(shards: int) -> None:
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
+        raise ConfigError(f"shard count must be an integer from 1 to {MAX_SHARDS}, got {shards!r}")
+
+
+def _check_limit(limit: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInput(f"limit must be a positive integer, got {limit!r}")

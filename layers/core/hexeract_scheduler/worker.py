@@ -1,0 +1,314 @@
+"""SchedulerWorker: claim due occurrences, dispatch them, acknowledge each with a fenced write."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timedelta
+from typing import Any
+
+from .clock import Clock, SystemClock, from_ms, to_ms
+from .errors import ConfigError, HexeractError, RetryableError
+from .model import LeasedOccurrence
+from .sinks import Dispatcher, Outcome
+from .store import DynamoScheduleStore, map_concurrently
+
+log = logging.getLogger("hexeract_scheduler")
+
+MAX_LAG_SAMPLES = 10_000
+
+
+@dataclass(frozen=True)
+class SchedulerWorkerConfig:
+    """hexeract's worker settings, with its defaults and its validation (DESIGN §7).
+
+    Invariant: ``lease >= batch_size * dispatch_timeout``. A claimed batch is settled (sent and
+    acked) while its lease holds; if the lease could expire mid-batch, another worker would claim
+    the same occurrences and deliver them a second time while this one still works on them.
+    """
+
+    poll_interval: timedelta = timedelta(milliseconds=100)
+    batch_size: int = 10
+    lease: timedelta = timedelta(seconds=300)
+    retry_base_delay: timedelta = timedelta(seconds=1)
+    retry_max_delay: timedelta = timedelta(seconds=300)
+    jitter: bool = True
+    min_cycle_delay: timedelta = timedelta(milliseconds=5)
+    dispatch_timeout: timedelta = timedelta(seconds=30)
+    # Not in hexeract: threads for concurrent claims, sends and acks, and the shards this worker
+    # reads (None: all of them; a subset lets several dispatchers split a table).
+    concurrency: int = 16
+    shards: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, timedelta):
+                if value < timedelta(0):
+                    raise ConfigError(f"{f.name} must not be negative, got {value}")
+                if value == timedelta(0) and f.name != "min_cycle_delay":
+                    raise ConfigError(f"{f.name} must be non-zero")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ConfigError(f"batch_size must be at least 1, got {self.batch_size!r}")
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency!r}")
+        if self.retry_max_delay < self.retry_base_delay:
+            raise ConfigError(
+                f"retry_max_delay ({self.retry_max_delay}) must be >= retry_base_delay ({self.retry_base_delay})"
+            )
+        if self.lease < self.dispatch_timeout * self.batch_size:
+            raise ConfigError(
+                f"lease ({self.lease}) must cover a whole batch: >= batch_size ({self.batch_size}) x "
+                f"dispatch_timeout ({self.dispatch_timeout}) = {self.dispatch_timeout * self.batch_size}"
+            )
+        if self.shards is not None:
+            if not self.shards or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.shards):
+                raise ConfigError(f"shards must be a non-empty set of shard numbers >= 0, got {self.shards!r}")
+
+
+def retry_delay(attempts: int, config: SchedulerWorkerConfig, rng: random.Random | None = None) -> timedelta:
+    """``min(retry_base_delay * 2**attempts, retry_max_delay)``, then full jitter: uniform in
+    ``[0, capped]`` when ``jitter`` is on (spreads a burst of failures instead of re-aligning it)."""
+    base = config.retry_base_delay.total_seconds()
+    cap = config.retry_max_delay.total_seconds()
+    capped = cap if attempts >= 64 else min(base * 2**attempts, cap)
+    if config.jitter:
+        capped = (rng or random).uniform(0.0, capped)
+    return timedelta(seconds=capped)
+
+
+@dataclass
+class CycleSummary:
+    """Counts for one poll cycle (or, summed, for a whole run).
+
+    ``lease_lost``: acks refused by the fence, the occurrence belongs to another worker now.
+    ``skipped``: claimed, but the lease had already expired before dispatch, so not sent.
+    """
+
+    claimed: int = 0
+    dispatched: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    swept: int = 0
+    lease_lost: int = 0
+    skipped: int = 0
+    lost_claims: int = 0
+    cycles: int = 0
+    lag_ms: list[int] = field(default_factory=list)
+    next_due_ms: int | None = None
+    more_due: bool = False
+
+    def add(self, other: CycleSummary) -> None:
+        for name in ("claimed", "dispatched", "retried", "dead_lettered", "swept", "lease_lost", "skipped", "lost_claims", "cycles"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        room = MAX_LAG_SAMPLES - len(self.lag_ms)
+        if room > 0:
+            self.lag_ms.extend(other.lag_ms[:room])
+
+    def as_dict(self) -> dict[str, int]:
+        """The Lambda's documented summary (DESIGN §5), plus the fence and skip counts."""
+        return {
+            "claimed": self.claimed,
+            "dispatched": self.dispatched,
+            "retried": self.retried,
+            "dead_lettered": self.dead_lettered,
+            "swept": self.swept,
+            "lease_lost": self.lease_lost,
+            "skipped": self.skipped,
+        }
+
+
+class SchedulerWorker:
+    """Claims due occurrences in batches, dispatches them, and settles each with a fenced ack.
+
+    Delivery is at-least-once: an occurrence is sent before it is acked, so a crash in between
+    leads to another send of the same occurrence id after the lease expires. Claims, sends and acks
+    of a batch run concurrently on a thread pool (boto3 clients are thread-safe).
+    """
+
+    def __init__(
+        self,
+        store: DynamoScheduleStore,
+        dispatcher: Dispatcher,
+        config: SchedulerWorkerConfig | None = None,
+        *,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        self.store = store
+        self.dispatcher = dispatcher
+        self.config = config or SchedulerWorkerConfig()
+        self.clock: Clock = clock or SystemClock()
+        self.rng = rng or random.Random()
+        self._own_executor = executor is None
+        self.executor = executor or ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="hexeract")
+        self._stop = threading.Event()
+        self._shards: tuple[int, ...] | None = None
+
+    def close(self) -> None:
+        if self._own_executor:
+            self.executor.shutdown(wait=False, cancel_futures=True)  # type: ignore[call-arg]
+
+    def __enter__(self) -> SchedulerWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stop(self) -> None:
+        """Ask ``run`` to return after the current cycle."""
+        self._stop.set()
+
+    @property
+    def shards(self) -> tuple[int, ...]:
+        if self._shards is None:
+            count = self.store.shards
+            wanted = self.config.shards if self.config.shards is not None else tuple(range(count))
+            bad = [s for s in wanted if s >= count]
+            if bad:
+                raise ConfigError(f"shards {bad} do not exist: the table has {count} shards (0-{count - 1})")
+            self._shards = tuple(wanted)
+        return self._shards
+
+    # -- one cycle -------------------------------------------------------------------------
+
+    def run_once(self) -> CycleSummary:
+        """One poll cycle: claim up to ``batch_size`` due occurrences, send them, ack each."""
+        cfg = self.config
+        summary = CycleSummary(cycles=1)
+        batch = self.store.claim_due(
+            self.clock.now(),
+            cfg.lease,
+            cfg.batch_size,
+            horizon=cfg.poll_interval,
+            shards=self.shards,
+            executor=self.executor,
+        )
+        summary.claimed = len(batch.leased)
+        summary.swept = len(batch.swept)
+        summary.lost_claims = batch.lost
+        summary.next_due_ms = batch.next_due_ms
+        summary.more_due = batch.more_due
+        for sid in batch.swept:
+            log.warning("swept to dead-letter: %s", "attempt budget exhausted by a crashed worker", extra={"schedule_id": str(sid)})
+        if not batch.leased:
+            return summary
+
+        # Sending on an expired lease would race the worker that may have re-claimed it.
+        now = self.clock.now()
+        live = [o for o in batch.leased if not o.lease_expired(now)]
+        summary.skipped = len(batch.leased) - len(live)
+        sent_at: dict[str, datetime] = {}
+
+        def on_sent(occ: LeasedOccurrence) -> None:
+            sent_at[occ.lease_token] = self.clock.now()
+
+        outcomes = self.dispatcher.dispatch(
+            live, executor=self.executor, timeout=cfg.dispatch_timeout.total_seconds(), on_sent=on_sent
+        )
+        results = map_concurrently(self.executor, lambda pair: self._settle(*pair), list(zip(live, outcomes, strict=True)))
+        for occ, (kind, applied) in zip(live, results, strict=True):
+            if not applied:
+                summary.lease_lost += 1
+                log.info("lease lost before ack; another worker owns the occurrence", extra=_keys(occ))
+                continue
+            if kind == "dispatched":
+                summary.dispatched += 1
+                summary.lag_ms.append(to_ms(sent_at.get(occ.lease_token, now)) - to_ms(occ.scheduled_for))
+            elif kind == "retried":
+                summary.retried += 1
+            else:
+                summary.dead_lettered += 1
+        return summary
+
+    def _settle(self, occ: LeasedOccurrence, outcome: Outcome) -> tuple[str, bool]:
+        """Ack one occurrence; returns (what happened, whether the fenced write applied)."""
+        now = self.clock.now()
+        try:
+            if outcome is None:
+                nxt = occ.trigger.next_after(max(now, occ.scheduled_for))
+                if nxt is not None:
+                    return "dispatched", self.store.reschedule(occ, nxt)
+                return "dispatched", self.store.mark_delivered(occ)
+            if occ.is_exhausted:
+                log.warning("dead-lettered after %d attempts: %s", occ.attempt, outcome, extra=_keys(occ))
+                return "dead_lettered", self.store.mark_dead_lettered(occ, outcome, now)
+            delay = retry_delay(occ.attempt, self.config, self.rng)
+            log.info("attempt %d failed, retry in %.3fs: %s", occ.attempt, delay.total_seconds(), outcome, extra=_keys(occ))
+            return "retried", self.store.mark_failed(occ, outcome, now + delay)
+        except HexeractError as exc:
+            # The ack did not land: the lease will expire and the occurrence is claimed again
+            # (counted against its budget). Nothing is lost; report it as a lost fence.
+            log.error("ack failed, the lease will expire and the occurrence be re-claimed: %s", exc, extra=_keys(occ))
+            return "ack_failed", False
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def run(self, *, deadline: float | None = None, cycles: int | None = None) -> CycleSummary:
+        """Poll until ``deadline`` (a ``clock.monotonic()`` value), ``cycles`` cycles, or ``stop()``.
+
+        A cycle starts only if a whole batch (``dispatch_timeout``) still fits before the deadline.
+        Between cycles: ``min_cycle_delay`` when a full batch was claimed (there may be more), else
+        sleep until the next due instant seen in the look-ahead, or ``poll_interval`` at most.
+        Throttling and transient AWS errors back off and retry; anything else propagates.
+        """
+        cfg = self.config
+        total = CycleSummary()
+        budget = cfg.dispatch_timeout.total_seconds()
+        errors_in_row = 0
+        while not self._stop.is_set():
+            if deadline is not None and self.clock.monotonic() + budget > deadline:
+                break
+            if cycles is not None and total.cycles >= cycles:
+                break
+            try:
+                cycle = self.run_once()
+                errors_in_row = 0
+            except RetryableError as exc:
+                errors_in_row += 1
+                pause = min(cfg.poll_interval.total_seconds() * 2**errors_in_row, 5.0)
+                log.warning("transient AWS error, backing off %.2fs: %s", pause, exc)
+                self._sleep(pause, deadline)
+                total.cycles += 1
+                continue
+            total.add(cycle)
+            if cycle.more_due or (cycle.claimed and cycle.claimed == cfg.batch_size):
+                self._sleep(cfg.min_cycle_delay.total_seconds(), deadline)
+                continue
+            wait = cfg.poll_interval.total_seconds()
+            if cycle.next_due_ms is not None:
+                wait = min(wait, max((from_ms(cycle.next_due_ms) - self.clock.now()).total_seconds(), 0.0))
+            self._sleep(max(wait, cfg.min_cycle_delay.total_seconds()), deadline)
+        return total
+
+    def _sleep(self, seconds: float, deadline: float | None) -> None:
+        if deadline is not None:
+            seconds = min(seconds, max(deadline - self.clock.monotonic(), 0.0))
+        if seconds > 0 and not self._stop.is_set():
+            self.clock.sleep(seconds)
+
+
+def _keys(occ: LeasedOccurrence) -> dict[str, Any]:
+    return {"schedule_id": str(occ.schedule_id), "occurrence_id": str(occ.occurrence_id), "attempt": occ.attempt}
+
+
+def parse_shards(text: str | None) -> tuple[int, ...] | None:
+    """``"all"``/empty → None; ``"0-3"`` → (0, 1, 2, 3); ``"0,2,5"`` → (0, 2, 5)."""
+    if text is None or text.strip() in ("", "all", "*"):
+        return None
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, sep, hi = part.strip().partition("-")
+            rng: Iterable[int] = range(int(lo), int(hi) + 1) if sep else (int(lo),)
+            out.extend(rng)
+    except ValueError:
+        raise ConfigError(f"invalid shard range {text!r}: expected all, N-M or N,M,...") from None
+    if not out or any(s < 0 for s in out):
+        raise ConfigError(f"invalid shard range {text!r}: expected all, N-M or N,M,...")
+    return tuple(sorted(set(out)))
