@@ -22,5 +22,10 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check layers functions tests
 	$(BIN)/mypy
 
+# Everything on this machine: a moto endpoint in-process, a worker, a consumer, the CLI (~30 s).
+# `make demo DEMO_ARGS=--keep` keeps the endpoint up until Ctrl-C.
+demo: $(STAMP)
+	$(BIN)/python -m demo $(DEMO_ARGS)
+
 clean:
 	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache

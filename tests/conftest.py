@@ -37,7 +37,7 @@ def endpoint() -> Iterator[LocalEndpoint]:
     ep.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def clients(endpoint: LocalEndpoint) -> ClientFactory:
     return ClientFactory(Connection(endpoint_url=endpoint.url))
 

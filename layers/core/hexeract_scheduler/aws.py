@@ -108,7 +108,9 @@ class Connection:
             return cls(region=region)
         parsed = urlparse(text)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ConfigError(f"invalid connection {text!r}: expected an endpoint URL (http://127.0.0.1:5000), aws or aws://REGION")
+            raise ConfigError(
+                f"invalid connection {text!r}: expected an endpoint URL (http://127.0.0.1:5000), aws or aws://REGION"
+            )
         return cls(endpoint_url=text.rstrip("/"))
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-UTC = timezone.utc
+UTC = UTC
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

@@ -84,9 +84,8 @@ class Target:
         return cls("sns", topic_arn, group_id)
 
     def __post_init__(self) -> None:
-        ok = (
-            (self.kind == "sqs" and (_SQS_ARN.match(self.address) or _SQS_URL.match(self.address)))
-            or (self.kind == "sns" and _SNS_ARN.match(self.address))
+        ok = (self.kind == "sqs" and (_SQS_ARN.match(self.address) or _SQS_URL.match(self.address))) or (
+            self.kind == "sns" and _SNS_ARN.match(self.address)
         )
         if not ok:
             what = "an SQS queue URL or ARN" if self.kind == "sqs" else "an SNS topic ARN"
@@ -178,7 +177,9 @@ def _check_payload(payload: bytes | str | Any) -> bytes:
         raise InvalidInput("payload must be bytes or str")
     payload = bytes(payload)
     if len(payload) > MAX_PAYLOAD_BYTES:
-        raise InvalidInput(f"payload is {len(payload)} bytes; the limit is {MAX_PAYLOAD_BYTES} (256 KiB less 1 KiB of attributes)")
+        raise InvalidInput(
+            f"payload is {len(payload)} bytes; the limit is {MAX_PAYLOAD_BYTES} (256 KiB less 1 KiB of attributes)"
+        )
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError:
@@ -210,7 +211,11 @@ class ScheduledMessage:
             object.__setattr__(self, "schedule_id", parse_schedule_id(self.schedule_id))
         if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or self.max_attempts < 1:
             raise InvalidInput(f"max_attempts must be an integer >= 1, got {self.max_attempts!r}")
-        if not self.event_type or len(self.event_type) > MAX_EVENT_TYPE_CHARS or _SQS_INVALID_CHARS.search(self.event_type):
+        if (
+            not self.event_type
+            or len(self.event_type) > MAX_EVENT_TYPE_CHARS
+            or _SQS_INVALID_CHARS.search(self.event_type)
+        ):
             raise InvalidInput(f"event type must be 1-{MAX_EVENT_TYPE_CHARS} printable characters")
 
     @classmethod
@@ -233,7 +238,7 @@ class ScheduledMessage:
                 raise InvalidInput("after= needs now= (the caller's clock)")
             at = now + after
         tgt = Target.parse(target) if isinstance(target, str) else target
-        return cls(tgt, Trigger(at=at), payload, event_type, max_attempts)
+        return cls(tgt, Trigger(at=at), _check_payload(payload), event_type, max_attempts)
 
     @classmethod
     def cron(
@@ -247,7 +252,9 @@ class ScheduledMessage:
         max_attempts: int = 5,
     ) -> ScheduledMessage:
         tgt = Target.parse(target) if isinstance(target, str) else target
-        return cls(tgt, Trigger(cron=CronSchedule(expression, timezone)), payload, event_type, max_attempts)
+        return cls(
+            tgt, Trigger(cron=CronSchedule(expression, timezone)), _check_payload(payload), event_type, max_attempts
+        )
 
 
 @dataclass(frozen=True, slots=True)

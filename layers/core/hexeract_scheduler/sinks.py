@@ -3,7 +3,8 @@
 Each message carries the payload byte-for-byte as its body and the five contract attributes
 (DESIGN §3). FIFO queues and topics get ``MessageDeduplicationId`` = occurrence id and
 ``MessageGroupId`` = the target's group (default: the schedule id). A failed entry in a batch is
-that occurrence's failure only; a failed request fails every entry it carried.
+that occurrence's failure only; a failed request fails every entry it carried. Sink errors never
+propagate: they become the ``last_error`` of the attempts they failed, cause first.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .aws import ClientFactory, aws_errors, translate
+from .aws import ClientFactory, error_code
 from .errors import DispatchError, HexeractError
 from .model import LeasedOccurrence, Target
 
@@ -39,7 +40,9 @@ def message_attributes(occ: LeasedOccurrence) -> dict[str, dict[str, str]]:
 
 
 def entry_size(occ: LeasedOccurrence, attrs: dict[str, dict[str, str]]) -> int:
-    return len(occ.payload) + sum(len(k) + len(v["DataType"]) + len(v["StringValue"].encode()) for k, v in attrs.items())
+    return len(occ.payload) + sum(
+        len(k) + len(v["DataType"]) + len(v["StringValue"].encode()) for k, v in attrs.items()
+    )
 
 
 def chunks(occs: Sequence[LeasedOccurrence]) -> list[list[int]]:
@@ -102,8 +105,7 @@ class SqsSink:
         if cached:
             return cached
         _, _, _, _, account, name = target.address.split(":")
-        with aws_errors(f"resolving queue {target.address}"):
-            url = self._client(target).get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+        url = self._client(target).get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
         with self._lock:
             self._urls[target.address] = url
         return url
@@ -120,8 +122,7 @@ class SqsSink:
                 }
             )
         url = self.queue_url(target)
-        with aws_errors(f"sending to {target}"):
-            resp = self._client(target).send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
+        resp = self._client(target).send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
         return _entry_errors(dict(resp), len(occs))
 
 
@@ -144,8 +145,7 @@ class SnsSink:
                 }
             )
         client = self._sns or self._clients.sns(target.region)
-        with aws_errors(f"publishing to {target}"):
-            resp = client.publish_batch(TopicArn=target.address, PublishBatchRequestEntries=entries)  # type: ignore[arg-type]
+        resp = client.publish_batch(TopicArn=target.address, PublishBatchRequestEntries=entries)  # type: ignore[arg-type]
         return _entry_errors(dict(resp), len(occs))
 
 
@@ -202,10 +202,14 @@ class Dispatcher:
             return sink.send_batch(target, occs)
         except HexeractError as exc:
             return [str(exc)] * len(occs)
-        except (ClientError, BotoCoreError) as exc:
-            return [str(translate(exc, f"sending to {target}"))] * len(occs)
+        except ClientError as exc:
+            # The cause first: it is what an operator reads in a shortened last_error column.
+            message = exc.response.get("Error", {}).get("Message", "")
+            return [f"{error_code(exc)}: {message} (sending to {target})"] * len(occs)
+        except BotoCoreError as exc:
+            return [f"{exc} (sending to {target})"] * len(occs)
         except Exception as exc:  # a sink bug must fail these attempts, not kill the worker
             return [f"{type(exc).__name__}: {exc}"] * len(occs)
 
 
-__all__ = ["Dispatcher", "DispatchError", "Outcome", "SnsSink", "SqsSink", "chunks", "message_attributes"]
+__all__ = ["DispatchError", "Dispatcher", "Outcome", "SnsSink", "SqsSink", "chunks", "message_attributes"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import random
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -374,7 +375,9 @@ class DynamoScheduleStore:
             update += ", attempts = :zero REMOVE last_error"
             values[":zero"] = _n(0)
         values[":due"] = _n(due)
-        return self._lifecycle(sid, update, "#st = :paused AND scheduled_for = :old", values, f"resuming schedule {sid}")
+        return self._lifecycle(
+            sid, update, "#st = :paused AND scheduled_for = :old", values, f"resuming schedule {sid}"
+        )
 
     def replay(self, schedule_id: uuid.UUID | str, now: datetime) -> None:
         """Dead-lettered → pending, attempts 0, error cleared, due now, same occurrence.
@@ -428,9 +431,11 @@ class DynamoScheduleStore:
             except ClientError as exc:
                 if error_code(exc) != "ConditionalCheckFailedException":
                     raise
-                old = exc.response.get("Item")
+                old: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
                 if old is None:
-                    old = self.client.get_item(TableName=self.table_name, Key=_key(sid), ConsistentRead=True).get("Item")
+                    old = self.client.get_item(TableName=self.table_name, Key=_key(sid), ConsistentRead=True).get(
+                        "Item"
+                    )
                 if not old:
                     raise ScheduleNotFound(sid) from None
                 return old["status"]["S"] if return_old else False
@@ -438,24 +443,46 @@ class DynamoScheduleStore:
     # -- listings --------------------------------------------------------------------------
 
     def list_pending(self, limit: int = 50) -> list[ScheduleSnapshot]:
-        """Pending and paused schedules, soonest first: one Query per shard, merged."""
+        """Pending and paused schedules, soonest first: one Query per shard, merged, never a Scan."""
         _check_limit(limit)
-        per_shard = [self._query_keys(LIST_INDEX, "list_shard", str(s), limit, forward=True) for s in range(self.shards)]
-        ordered = list(heapq.merge(*per_shard, key=lambda e: (e.due_at_ms, str(e.schedule_id))))[:limit]
-        items = self._batch_get([e.schedule_id for e in ordered])
-        out = [snapshot_of(items[e.schedule_id]) for e in ordered if e.schedule_id in items]
-        # The index is eventually consistent: re-check status and order on the items themselves.
-        out = [s for s in out if s.status in (ScheduleStatus.PENDING, ScheduleStatus.PAUSED)]
-        return sorted(out, key=lambda s: (s.scheduled_for, str(s.schedule_id)))
+
+        def entries(window: int) -> list[DueEntry]:
+            per_shard = [
+                self._query_keys(LIST_INDEX, "list_shard", str(s), window, forward=True) for s in range(self.shards)
+            ]
+            return list(heapq.merge(*per_shard, key=lambda e: (e.due_at_ms, str(e.schedule_id))))
+
+        rows = self._listing(entries, limit, (ScheduleStatus.PENDING, ScheduleStatus.PAUSED))
+        return sorted(rows, key=lambda s: (s.scheduled_for, str(s.schedule_id)))
 
     def list_dead_letter(self, limit: int = 50) -> list[ScheduleSnapshot]:
         """Dead-lettered schedules, most recently dead-lettered first (a Query, never a Scan)."""
         _check_limit(limit)
-        entries = self._query_keys(DEAD_LETTER_INDEX, "dl_pk", DEAD_LETTER_PK, limit, forward=False)
-        items = self._batch_get([e.schedule_id for e in entries])
-        out = [snapshot_of(items[e.schedule_id]) for e in entries if e.schedule_id in items]
-        out = [s for s in out if s.status is ScheduleStatus.DEAD_LETTERED]
-        return sorted(out, key=lambda s: (s.dead_lettered_at or s.scheduled_for, str(s.schedule_id)), reverse=True)
+        rows = self._listing(
+            lambda window: self._query_keys(DEAD_LETTER_INDEX, "dl_pk", DEAD_LETTER_PK, window, forward=False),
+            limit,
+            (ScheduleStatus.DEAD_LETTERED,),
+        )
+        return sorted(rows, key=lambda s: (s.dead_lettered_at or s.scheduled_for, str(s.schedule_id)), reverse=True)
+
+    def _listing(
+        self, entries: Callable[[int], list[DueEntry]], limit: int, statuses: tuple[ScheduleStatus, ...]
+    ) -> list[ScheduleSnapshot]:
+        """Index keys in order → items read consistently → only those still in ``statuses``.
+
+        The index is eventually consistent and items change under it (a worker delivers one while
+        we list), so an entry can be gone by the time it is read: widen the window and read again
+        until ``limit`` rows hold or the index has no more.
+        """
+        window = limit
+        while True:
+            found = entries(window)
+            items = self._batch_get([e.schedule_id for e in found])
+            rows = [snapshot_of(items[e.schedule_id]) for e in found if e.schedule_id in items]
+            rows = [r for r in rows if r.status in statuses][:limit]
+            if len(rows) >= limit or len(found) < window or window >= limit * 8:
+                return rows
+            window *= 2
 
     def _query_keys(self, index: str, pk: str, value: str, limit: int, *, forward: bool) -> list[DueEntry]:
         sort_key = {LIST_INDEX: "scheduled_for", DEAD_LETTER_INDEX: "dead_lettered_at", DUE_INDEX: "due_at"}[index]
@@ -471,7 +498,9 @@ class DynamoScheduleStore:
         with aws_errors(f"listing {index}"):
             while len(out) < limit:
                 page = self.client.query(Limit=limit - len(out), **kwargs)
-                out += [DueEntry(uuid.UUID(i["schedule_id"]["S"]), int(i[sort_key]["N"])) for i in page.get("Items", [])]
+                out += [
+                    DueEntry(uuid.UUID(i["schedule_id"]["S"]), int(i[sort_key]["N"])) for i in page.get("Items", [])
+                ]
                 if "LastEvaluatedKey" not in page:
                     break
                 kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -547,7 +576,9 @@ class DynamoScheduleStore:
                 resp = self.client.update_item(
                     TableName=self.table_name,
                     Key=_key(schedule_id),
-                    UpdateExpression="SET attempts = attempts + :one, leased_until = :until, due_at = :until, lease_token = :tok",
+                    UpdateExpression=(
+                        "SET attempts = attempts + :one, leased_until = :until, due_at = :until, lease_token = :tok"
+                    ),
                     ConditionExpression=(
                         "#st = :pending AND due_at <= :now AND attempts < max_attempts "
                         "AND (attribute_not_exists(leased_until) OR leased_until <= :now)"
@@ -566,7 +597,7 @@ class DynamoScheduleStore:
             except ClientError as exc:
                 if error_code(exc) != "ConditionalCheckFailedException":
                     raise
-                return _refusal(exc.response.get("Item"), now_ms)
+                return _refusal(exc.response.get("Item"), now_ms)  # type: ignore[arg-type]
         item = resp["Attributes"]
         return LeasedOccurrence(
             schedule_id=schedule_id,
@@ -590,6 +621,7 @@ class DynamoScheduleStore:
         horizon: timedelta = timedelta(0),
         shards: Iterable[int] | None = None,
         executor: Executor | None = None,
+        rng: random.Random | None = None,
     ) -> ClaimBatch:
         """Find due entries and claim up to ``limit`` of them concurrently.
 
@@ -598,9 +630,13 @@ class DynamoScheduleStore:
         shard_list = list(range(self.shards)) if shards is None else list(shards)
         entries = self.find_due(now, limit, horizon=horizon, shards=shard_list, executor=executor)
         now_ms = to_ms(now)
-        due = [e for e in entries if e.due_at_ms <= now_ms][:limit]
+        due = [e for e in entries if e.due_at_ms <= now_ms]
         later = [e.due_at_ms for e in entries if e.due_at_ms > now_ms]
         batch = ClaimBatch(next_due_ms=min(later) if later else None, more_due=len(due) >= limit)
+        if len(due) > limit:
+            # Every worker sees the same head of the index; a random pick among the due entries
+            # (all due now) keeps racing workers from spending their claims on the same items.
+            due = (rng or random).sample(due, limit)
         outcomes = map_concurrently(executor, lambda e: (e, self.claim(e.schedule_id, now, lease)), due)
         for entry, outcome in outcomes:
             if isinstance(outcome, LeasedOccurrence):
@@ -617,7 +653,8 @@ class DynamoScheduleStore:
         return self._fenced(
             schedule_id,
             f"SET #st = :dead, last_error = :err, dead_lettered_at = :now, dl_pk = :dl REMOVE {_LEAVE_ACTIVE}",
-            "#st = :pending AND attempts >= max_attempts AND (attribute_not_exists(leased_until) OR leased_until <= :now)",
+            "#st = :pending AND attempts >= max_attempts "
+            "AND (attribute_not_exists(leased_until) OR leased_until <= :now)",
             {
                 ":dead": _s("dead_lettered"),
                 ":err": _s(CRASH_EXHAUSTED),
@@ -648,8 +685,7 @@ class DynamoScheduleStore:
         ms = to_ms(next_at)
         return self._fenced(
             occ.schedule_id,
-            "SET scheduled_for = :next, due_at = :next, attempts = :zero "
-            "REMOVE leased_until, lease_token, last_error",
+            "SET scheduled_for = :next, due_at = :next, attempts = :zero REMOVE leased_until, lease_token, last_error",
             "lease_token = :tok",
             {":next": _n(ms), ":zero": _n(0), ":tok": _s(occ.lease_token)},
             "rescheduling",

@@ -65,9 +65,10 @@ class SchedulerWorkerConfig:
                 f"lease ({self.lease}) must cover a whole batch: >= batch_size ({self.batch_size}) x "
                 f"dispatch_timeout ({self.dispatch_timeout}) = {self.dispatch_timeout * self.batch_size}"
             )
-        if self.shards is not None:
-            if not self.shards or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.shards):
-                raise ConfigError(f"shards must be a non-empty set of shard numbers >= 0, got {self.shards!r}")
+        if self.shards is not None and (
+            not self.shards or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.shards)
+        ):
+            raise ConfigError(f"shards must be a non-empty set of shard numbers >= 0, got {self.shards!r}")
 
 
 def retry_delay(attempts: int, config: SchedulerWorkerConfig, rng: random.Random | None = None) -> timedelta:
@@ -103,7 +104,17 @@ class CycleSummary:
     more_due: bool = False
 
     def add(self, other: CycleSummary) -> None:
-        for name in ("claimed", "dispatched", "retried", "dead_lettered", "swept", "lease_lost", "skipped", "lost_claims", "cycles"):
+        for name in (
+            "claimed",
+            "dispatched",
+            "retried",
+            "dead_lettered",
+            "swept",
+            "lease_lost",
+            "skipped",
+            "lost_claims",
+            "cycles",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         room = MAX_LAG_SAMPLES - len(self.lag_ms)
         if room > 0:
@@ -188,6 +199,7 @@ class SchedulerWorker:
             horizon=cfg.poll_interval,
             shards=self.shards,
             executor=self.executor,
+            rng=self.rng,
         )
         summary.claimed = len(batch.leased)
         summary.swept = len(batch.swept)
@@ -195,7 +207,11 @@ class SchedulerWorker:
         summary.next_due_ms = batch.next_due_ms
         summary.more_due = batch.more_due
         for sid in batch.swept:
-            log.warning("swept to dead-letter: %s", "attempt budget exhausted by a crashed worker", extra={"schedule_id": str(sid)})
+            log.warning(
+                "swept to dead-letter: %s",
+                "attempt budget exhausted by a crashed worker",
+                extra={"schedule_id": str(sid)},
+            )
         if not batch.leased:
             return summary
 
@@ -211,7 +227,9 @@ class SchedulerWorker:
         outcomes = self.dispatcher.dispatch(
             live, executor=self.executor, timeout=cfg.dispatch_timeout.total_seconds(), on_sent=on_sent
         )
-        results = map_concurrently(self.executor, lambda pair: self._settle(*pair), list(zip(live, outcomes, strict=True)))
+        results = map_concurrently(
+            self.executor, lambda pair: self._settle(*pair), list(zip(live, outcomes, strict=True))
+        )
         for occ, (kind, applied) in zip(live, results, strict=True):
             if not applied:
                 summary.lease_lost += 1
@@ -239,7 +257,9 @@ class SchedulerWorker:
                 log.warning("dead-lettered after %d attempts: %s", occ.attempt, outcome, extra=_keys(occ))
                 return "dead_lettered", self.store.mark_dead_lettered(occ, outcome, now)
             delay = retry_delay(occ.attempt, self.config, self.rng)
-            log.info("attempt %d failed, retry in %.3fs: %s", occ.attempt, delay.total_seconds(), outcome, extra=_keys(occ))
+            log.info(
+                "attempt %d failed, retry in %.3fs: %s", occ.attempt, delay.total_seconds(), outcome, extra=_keys(occ)
+            )
             return "retried", self.store.mark_failed(occ, outcome, now + delay)
         except HexeractError as exc:
             # The ack did not land: the lease will expire and the occurrence is claimed again

@@ -1,0 +1,1 @@
+"""The one-command local demo (``make demo``): see ``demo/run.py``."""

@@ -1,0 +1,1 @@
+"""Example code that consumes hexeract-scheduler messages."""

@@ -1,0 +1,75 @@
+"""Text and JSON renderings of schedules for the ``hexeract`` command line.
+
+JSON is the documented contract (DESIGN §4): an array of ``ScheduleSnapshot.to_json()`` objects.
+Text is for people: an aligned table, or ``key: value`` lines for one schedule. The payload is
+never shown.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from .clock import rfc3339
+from .model import ScheduleSnapshot
+
+LAST_ERROR_CHARS = 40
+EMPTY = "-"
+
+
+def shorten(text: str | None, width: int = LAST_ERROR_CHARS) -> str:
+    """One line, at most ``width`` characters, an ellipsis where it was cut."""
+    if not text:
+        return EMPTY
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def to_json(snapshots: Sequence[ScheduleSnapshot], *, dead_letter: bool = False) -> str:
+    return json.dumps([s.to_json(dead_letter=dead_letter) for s in snapshots], indent=2)
+
+
+def table(snapshots: Sequence[ScheduleSnapshot], *, dead_letter: bool = False) -> str:
+    """An aligned table, one schedule a row; a short line when there is nothing to show."""
+    if not snapshots:
+        return "no dead-lettered schedules" if dead_letter else "no pending or paused schedules"
+    headers = ["SCHEDULE ID", "STATUS", "SCHEDULED FOR", "ATTEMPTS", "TRIGGER"]
+    if dead_letter:
+        headers.append("DEAD-LETTERED AT")
+    headers.append("LAST ERROR")
+    rows = []
+    for s in snapshots:
+        row = [
+            str(s.schedule_id),
+            s.status.label,
+            rfc3339(s.scheduled_for),
+            f"{s.attempts}/{s.max_attempts}",
+            s.trigger,
+        ]
+        if dead_letter:
+            row.append(rfc3339(s.dead_lettered_at) if s.dead_lettered_at else EMPTY)
+        row.append(shorten(s.last_error))
+        rows.append(row)
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in [headers, *rows]]
+    return "\n".join(lines)
+
+
+def details(s: ScheduleSnapshot) -> str:
+    """``key: value`` lines for ``inspect`` (everything stored but the payload)."""
+    pairs = [
+        ("schedule id", str(s.schedule_id)),
+        ("status", s.status.label),
+        ("scheduled for", rfc3339(s.scheduled_for)),
+        ("attempts", f"{s.attempts}/{s.max_attempts}"),
+        ("trigger", s.trigger),
+        ("target", s.target),
+        ("event type", s.event_type),
+        ("last error", s.last_error or EMPTY),
+    ]
+    if s.leased_until is not None:
+        pairs.append(("leased until", rfc3339(s.leased_until)))
+    if s.dead_lettered_at is not None:
+        pairs.append(("dead-lettered at", rfc3339(s.dead_lettered_at)))
+    width = max(len(k) for k, _ in pairs) + 1
+    return "\n".join(f"{(k + ':').ljust(width)} {v}" for k, v in pairs)

@@ -1,0 +1,393 @@
+"""The ``hexeract`` command line (DESIGN §4), driven in-process against the session moto server."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from datetime import datetime, timedelta
+
+import pytest
+from hexeract_scheduler.cli import parse_when
+from hexeract_scheduler.clock import UTC, SystemClock
+from hexeract_scheduler.errors import InvalidInput
+from hexeract_scheduler.model import ScheduledMessage
+from hexeract_scheduler.store import DynamoScheduleStore
+
+from ..conftest import Queue, unique
+from .conftest import Hexeract
+
+JSON_KEYS = ["schedule_id", "status", "scheduled_for", "attempts", "max_attempts", "trigger", "last_error"]
+UNKNOWN = "01900000-0000-7000-8000-000000000000"
+
+
+def ok(result) -> str:
+    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
+    return result.stdout
+
+
+def fails(result, code: int = 1) -> str:
+    """Exit ``code`` with nothing on stdout; for 1, exactly one ``error:`` line on stderr."""
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    if code == 1:
+        assert result.stdout == ""
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return result.stderr
+
+
+def add(hexeract: Hexeract, *args: str) -> str:
+    out = ok(hexeract("scheduler", "add", *args))
+    return str(uuid.UUID(out.strip()))  # prints only the id
+
+
+def inspect_json(hexeract: Hexeract, sid: str) -> dict:
+    items = json.loads(ok(hexeract("scheduler", "inspect", sid, "--format", "json")))
+    assert isinstance(items, list) and len(items) == 1
+    return items[0]
+
+
+def dead_letter(hexeract: Hexeract, store: DynamoScheduleStore, queue: Queue) -> str:
+    """A schedule whose queue does not exist, dead-lettered by one worker cycle."""
+    missing = queue.url.rsplit("/", 1)[0] + "/" + unique("missing")
+    sid = add(hexeract, "--at", "now", "--target", f"sqs:{missing}", "--max-attempts", "1")
+    summary = json.loads(ok(hexeract("scheduler", "worker", "--once")))
+    assert summary["dead_lettered"] == 1, summary
+    return sid
+
+
+# -- table create ------------------------------------------------------------------------------
+
+
+def test_table_create_is_idempotent_and_reports_shards(hexeract):
+    name = unique("cli-table")
+    assert ok(hexeract("scheduler", "table", "create", "--shards", "2", table=name)).strip() == (
+        f"created table {name} with 2 shards"
+    )
+    out = ok(hexeract("scheduler", "table", "create", "--shards", "8", table=name))
+    assert out.startswith(f"table {name} exists with 2 shards")
+    fails(hexeract("scheduler", "table", "create", "--shards", "0", table=name), code=2)
+
+
+# -- add / list / inspect ------------------------------------------------------------------------
+
+
+def test_add_list_inspect_json_and_text(hexeract, queue):
+    later = add(hexeract, "--at", "+1h", "--target", queue.target, "--event-type", "reminder", "--payload", '{"a": 1}')
+    cron = add(
+        hexeract, "--cron", "0 9 * * *", "--timezone", "Europe/Paris", "--target", queue.target, "--max-attempts", "3"
+    )
+    soon = add(hexeract, "--at", "+5m", "--target", queue.target)
+
+    items = json.loads(ok(hexeract("scheduler", "list", "--format", "json")))
+    assert [i["schedule_id"] for i in items][:2] == [soon, later]  # soonest first
+    assert {i["schedule_id"] for i in items} == {soon, later, cron}
+    for item in items:
+        assert list(item) == JSON_KEYS
+        assert item["status"] == "pending" and item["attempts"] == 0 and item["last_error"] is None
+        assert item["scheduled_for"].endswith("Z")
+    by_id = {i["schedule_id"]: i for i in items}
+    assert by_id[later]["trigger"] == "delay"
+    assert by_id[cron]["trigger"] == "cron:0 9 * * * tz=Europe/Paris"
+    assert by_id[cron]["max_attempts"] == 3
+
+    assert len(json.loads(ok(hexeract("scheduler", "list", "--format", "json", "--limit", "1")))) == 1
+
+    text = ok(hexeract("scheduler", "list"))
+    lines = text.splitlines()
+    header = lines[0]
+    for column in ("SCHEDULE ID", "STATUS", "SCHEDULED FOR", "ATTEMPTS", "TRIGGER", "LAST ERROR"):
+        assert column in header
+    assert len(lines) == 4
+    assert lines[1].startswith(soon) and "0/5" in lines[1]
+    assert "cron:0 9 * * * tz=Europe/Paris" in text and "0/3" in text
+    # aligned: every row has its status where the header's STATUS column starts
+    col = header.index("STATUS")
+    assert all(line[col:].startswith("pending") for line in lines[1:])
+
+    info = ok(hexeract("scheduler", "inspect", later))
+    assert f"schedule id:   {later}" in info
+    assert f"target:        {queue.target}" in info
+    assert "event type:    reminder" in info
+    assert "attempts:      0/5" in info
+    assert "status:        pending" in info
+    assert '"a"' not in info  # never the payload
+
+    one = inspect_json(hexeract, later)
+    assert list(one) == JSON_KEYS and one["schedule_id"] == later
+
+
+def test_listing_limits_and_empty_listings(hexeract):
+    assert ok(hexeract("scheduler", "list")).strip() == "no pending or paused schedules"
+    assert ok(hexeract("scheduler", "dead-letter", "list")).strip() == "no dead-lettered schedules"
+    assert json.loads(ok(hexeract("scheduler", "list", "--format", "json"))) == []
+    assert json.loads(ok(hexeract("scheduler", "dead-letter", "list", "--format", "json"))) == []
+    fails(hexeract("scheduler", "list", "--limit", "0"), code=2)
+    fails(hexeract("scheduler", "dead-letter", "list", "--limit", "-3"), code=2)
+
+
+@pytest.mark.parametrize(
+    ("when", "expected"),
+    [
+        ("2030-01-01T00:00:00Z", "2030-01-01T00:00:00.000Z"),
+        ("2030-01-01T00:00:00.250Z", "2030-01-01T00:00:00.250Z"),
+        ("2030-01-01T09:30:00+02:00", "2030-01-01T07:30:00.000Z"),
+        ("2030-06-01 12:00:00-05:00", "2030-06-01T17:00:00.000Z"),
+    ],
+)
+def test_add_accepts_absolute_instants(hexeract, queue, when, expected):
+    sid = add(hexeract, "--at", when, "--target", queue.target)
+    assert inspect_json(hexeract, sid)["scheduled_for"] == expected
+
+
+@pytest.mark.parametrize(
+    ("when", "delta"),
+    [("now", 0), ("NOW", 0), ("+30s", 30), ("+1h30m", 5400), ("+500ms", 0.5), ("+2d", 172800), ("+1m 5s", 65)],
+)
+def test_parse_when_relative(when, delta):
+    now = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
+    assert parse_when(when, now) == now + timedelta(seconds=delta)
+
+
+@pytest.mark.parametrize("when", ["+30", "+5y", "-5m", "30s", "2030-01-01", "2030-01-01T00:00:00", ""])
+def test_parse_when_rejects(when):
+    with pytest.raises(InvalidInput):
+        parse_when(when, datetime(2026, 12, 2, tzinfo=UTC))
+
+
+def test_add_payload_from_file_is_delivered_byte_for_byte(hexeract, queue, tmp_path):
+    body = '{"remind":  "dentist",\n "at": [1, 2]}'
+    path = tmp_path / "payload.json"
+    path.write_text(body)
+    sid = add(hexeract, "--at", "now", "--target", queue.target, "--payload", f"@{path}", "--event-type", "reminder")
+    summary = json.loads(ok(hexeract("scheduler", "worker", "--once")))
+    assert summary["dispatched"] == 1, summary
+    (msg,) = queue.receive_all()
+    assert msg["Body"] == body
+    attrs = {k: v["StringValue"] for k, v in msg["MessageAttributes"].items()}
+    assert attrs["schedule_id"] == sid and attrs["event_type"] == "reminder" and attrs["attempt"] == "1"
+    assert inspect_json(hexeract, sid)["status"] == "delivered"
+    assert ok(hexeract("scheduler", "list")).strip() == "no pending or paused schedules"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cron", "not a cron"], "invalid cron"),
+        (["--cron", "61 * * * *"], "invalid cron"),
+        (["--cron", "0 9 * * *", "--timezone", "Mars/Olympus_Mons"], "unknown time zone"),
+        (["--at", "now", "--target", "sqs:not-a-queue"], "invalid target"),
+        (["--at", "now", "--target", "kafka:topic"], "invalid target"),
+        (["--at", "now", "--payload", "{nope"], "not valid JSON"),
+        (["--at", "now", "--payload", "@/nonexistent/payload.json"], "cannot read payload file"),
+        (["--at", "2030-01-01T00:00:00"], "no UTC offset"),
+        (["--at", "tomorrow"], "invalid --at"),
+        (["--at", "now", "--max-attempts", "0"], "max_attempts"),
+        (["--at", "now", "--event-type", ""], "event type"),
+    ],
+)
+def test_add_rejects_invalid_values_with_exit_1(hexeract, queue, args, message):
+    if "--target" not in args:
+        args = [*args, "--target", queue.target]
+    err = fails(hexeract("scheduler", "add", *args))
+    assert message in err
+    assert ok(hexeract("scheduler", "list")).strip() == "no pending or paused schedules"  # nothing written
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--at", "now", "--cron", "* * * * *"],  # both
+        [],  # neither
+        ["--at", "now", "--timezone", "Europe/Paris"],  # zone without cron
+        ["--at", "now", "--max-attempts", "many"],
+    ],
+)
+def test_add_usage_errors_exit_2(hexeract, queue, args):
+    err = fails(hexeract("scheduler", "add", *args, "--target", queue.target), code=2)
+    assert "Usage:" in err
+    fails(hexeract("scheduler", "add", "--at", "now"), code=2)  # --target is required
+
+
+# -- lifecycle ----------------------------------------------------------------------------------
+
+
+def test_pause_resume_cancel(hexeract, queue):
+    sid = add(hexeract, "--at", "+1h", "--target", queue.target)
+    assert ok(hexeract("scheduler", "pause", sid)).strip() == f"paused {sid}"
+    assert inspect_json(hexeract, sid)["status"] == "paused"
+    assert ok(hexeract("scheduler", "pause", sid)).strip() == f"{sid} is paused: nothing to pause"
+    assert [i["status"] for i in json.loads(ok(hexeract("scheduler", "list", "--format", "json")))] == ["paused"]
+    assert ok(hexeract("scheduler", "resume", sid)).startswith(f"resumed {sid}: next due at ")
+    assert ok(hexeract("scheduler", "resume", sid)).strip() == f"{sid} is pending: nothing to resume"
+    assert ok(hexeract("scheduler", "cancel", sid)).strip() == f"cancelled {sid}"
+    assert ok(hexeract("scheduler", "cancel", sid)).strip() == f"{sid} is cancelled: nothing to cancel"
+    assert inspect_json(hexeract, sid)["status"] == "cancelled"
+    fails(hexeract("scheduler", "dead-letter", "replay", sid))
+
+
+def test_resume_of_cron_realigns(hexeract, store, queue):
+    now = SystemClock().now()
+    msg = ScheduledMessage.cron(queue.target, "*/1 * * * * *")
+    store.insert(msg, now - timedelta(seconds=30))  # its first instant is long past
+    sid = str(msg.schedule_id)
+    ok(hexeract("scheduler", "pause", sid))
+    out = ok(hexeract("scheduler", "resume", sid))
+    due = inspect_json(hexeract, sid)["scheduled_for"]
+    assert due in out
+    assert datetime.fromisoformat(due) > now
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["pause"],
+        ["resume"],
+        ["cancel"],
+        ["inspect"],
+        ["inspect", "--format", "json"],
+        ["dead-letter", "replay"],
+    ],
+)
+def test_unknown_and_malformed_ids_exit_1(hexeract, command):
+    head, *rest = command
+    cmd = [head] if head != "dead-letter" else ["dead-letter", "replay"]
+    rest = [] if head == "dead-letter" else rest
+    err = fails(hexeract("scheduler", *cmd, UNKNOWN, *rest))
+    assert err.strip() == f"error: schedule {UNKNOWN} not found"
+    err = fails(hexeract("scheduler", *cmd, "not-a-uuid", *rest))
+    assert "malformed schedule id 'not-a-uuid'" in err
+
+
+# -- worker and dead letters ---------------------------------------------------------------------
+
+
+def test_dead_letter_list_and_replay(hexeract, store, queue):
+    sid = dead_letter(hexeract, store, queue)
+
+    items = json.loads(ok(hexeract("scheduler", "dead-letter", "list", "--format", "json")))
+    assert [i["schedule_id"] for i in items] == [sid]
+    (item,) = items
+    assert list(item) == [*JSON_KEYS, "dead_lettered_at"]
+    assert item["status"] == "dead-lettered"
+    assert item["attempts"] == 1 and item["max_attempts"] == 1
+    assert "does not exist" in item["last_error"]
+    assert item["dead_lettered_at"].endswith("Z")
+
+    text = ok(hexeract("scheduler", "dead-letter", "list"))
+    header, row = text.splitlines()
+    assert "DEAD-LETTERED AT" in header and "LAST ERROR" in header
+    assert row.startswith(sid) and "dead-lettered" in row and "1/1" in row
+    last_error = row[header.index("LAST ERROR") :]
+    assert len(last_error) == 40 and last_error.endswith("…")
+
+    info = ok(hexeract("scheduler", "inspect", sid))
+    assert "dead-lettered at:" in info and "last error:" in info
+
+    assert ok(hexeract("scheduler", "dead-letter", "replay", sid)).strip() == f"replayed {sid}: due now"
+    replayed = inspect_json(hexeract, sid)
+    assert replayed["status"] == "pending" and replayed["attempts"] == 0 and replayed["last_error"] is None
+    assert json.loads(ok(hexeract("scheduler", "dead-letter", "list", "--format", "json"))) == []
+
+    # Replay of a schedule that is not dead-lettered: exit 1, nothing changed.
+    err = fails(hexeract("scheduler", "dead-letter", "replay", sid))
+    assert "is pending, not dead-lettered" in err
+    assert inspect_json(hexeract, sid) == replayed
+
+
+def test_worker_once_and_for(hexeract, queue):
+    add(hexeract, "--at", "now", "--target", queue.target)
+    first = json.loads(ok(hexeract("scheduler", "worker", "--once")))
+    assert set(first) >= {"claimed", "dispatched", "retried", "dead_lettered", "swept"}
+    assert first["dispatched"] == 1
+    add(hexeract, "--at", "+300ms", "--target", queue.target)
+    started = time.monotonic()
+    out = ok(hexeract("scheduler", "worker", "--for", "0.8"))
+    assert 0.7 < time.monotonic() - started < 5
+    assert len(out.splitlines()) == 1
+    assert json.loads(out)["dispatched"] == 1
+    assert len(queue.receive_all()) == 2
+    fails(hexeract("scheduler", "worker", "--once", "--for", "1"), code=2)
+    fails(hexeract("scheduler", "worker", "--for", "0"), code=2)
+    err = fails(hexeract("scheduler", "worker", "--once", "--shards", "9"))
+    assert "shards [9] do not exist" in err
+
+
+# -- usage errors and failures -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["list"], ["inspect", UNKNOWN], ["dead-letter", "list"]])
+def test_bad_format_exits_2(hexeract, command):
+    err = fails(hexeract("scheduler", *command, "--format", "yaml"), code=2)
+    assert "'yaml' is not one of 'text', 'json'" in err
+
+
+def test_replay_rejects_format(hexeract):
+    err = fails(hexeract("scheduler", "dead-letter", "replay", UNKNOWN, "--format", "json"), code=2)
+    assert "No such option: --format" in err or "No such option '--format'" in err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list"],
+        ["inspect", UNKNOWN],
+        ["pause", UNKNOWN],
+        ["add", "--at", "now", "--target", "sqs:arn:aws:sqs:us-east-1:123456789012:q"],
+        ["dead-letter", "list"],
+        ["worker", "--once"],
+        ["table", "create"],
+    ],
+)
+def test_unreachable_endpoint_fails_fast(hexeract, command):
+    started = time.monotonic()
+    err = fails(hexeract("scheduler", *command, conn="http://127.0.0.1:1"))
+    assert "cannot reach" in err
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("command", [["list"], ["inspect", UNKNOWN], ["dead-letter", "replay", UNKNOWN], ["worker"]])
+def test_missing_table(hexeract, command):
+    name = unique("absent")
+    err = fails(hexeract("scheduler", *command, table=name))
+    assert err.strip() == f"error: table {name} does not exist: run `hexeract scheduler table create`"
+
+
+def test_invalid_conn(hexeract):
+    err = fails(hexeract("scheduler", "list", conn="ftp://example.com"))
+    assert "invalid connection 'ftp://example.com'" in err
+
+
+def test_conn_and_table_from_environment(hexeract, endpoint, store, queue):
+    sid = add(hexeract, "--at", "+1h", "--target", queue.target)
+    env = {"HEXERACT_CONN": endpoint.url, "HEXERACT_TABLE": store.table_name}
+    out = ok(hexeract("scheduler", "list", "--format", "json", conn=None, table=None, env=env))
+    assert [i["schedule_id"] for i in json.loads(out)] == [sid]
+
+
+def test_every_command_has_help_and_the_shared_options():
+    from click.testing import CliRunner
+    from hexeract_scheduler.cli import main
+
+    leaves = [
+        ["table", "create"],
+        ["add"],
+        ["list"],
+        ["inspect"],
+        ["pause"],
+        ["resume"],
+        ["cancel"],
+        ["worker"],
+        ["dead-letter", "list"],
+        ["dead-letter", "replay"],
+    ]
+    for leaf in leaves:
+        result = CliRunner().invoke(main, ["scheduler", *leaf, "--help"])
+        assert result.exit_code == 0, leaf
+        assert "--conn" in result.stdout and "--table" in result.stdout and "HEXERACT_CONN" in result.stdout, leaf
+        has_format = leaf in (["list"], ["inspect"], ["dead-letter", "list"])
+        assert ("--format" in result.stdout) == has_format, leaf
+        assert ("--limit" in result.stdout) == (leaf in (["list"], ["dead-letter", "list"])), leaf
+    assert CliRunner().invoke(main, ["--version"]).exit_code == 0
+    assert CliRunner().invoke(main, ["scheduler", "frobnicate"]).exit_code == 2

@@ -1,0 +1,96 @@
+"""The installed ``hexeract`` console script, in real processes: exit codes, one-line errors, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from ..conftest import Queue, unique
+
+UNKNOWN = "01900000-0000-7000-8000-000000000000"
+SCRIPT = Path(sys.executable).with_name("hexeract")
+
+
+def command() -> list[str]:
+    """The console script if the package is installed in this interpreter's environment, else the module."""
+    return [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "hexeract_scheduler.cli"]
+
+
+def run_all(*commands: list[str], env: dict[str, str]) -> list[tuple[int, str, str]]:
+    """Run the commands concurrently (each one pays the interpreter's start-up)."""
+    procs = [
+        subprocess.Popen([*command(), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for args in commands
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        results.append((proc.returncode, out, err))
+    return results
+
+
+@pytest.fixture
+def env(endpoint, store) -> dict[str, str]:
+    return {**os.environ, "HEXERACT_CONN": endpoint.url, "HEXERACT_TABLE": store.table_name}
+
+
+def test_console_script_exit_codes_and_no_traceback(env, queue: Queue):
+    added, missing, unreachable, usage = run_all(
+        ["scheduler", "add", "--at", "+1h", "--target", queue.target],
+        ["scheduler", "inspect", UNKNOWN],
+        ["scheduler", "list", "--conn", "http://127.0.0.1:1"],
+        ["scheduler", "dead-letter", "replay", UNKNOWN, "--format", "json"],
+        env=env,
+    )
+    code, out, err = added
+    assert code == 0 and err == "", err
+    assert str(uuid.UUID(out.strip())) == out.strip()
+
+    code, out, err = missing
+    assert (code, out, err) == (1, "", f"error: schedule {UNKNOWN} not found\n")
+
+    code, out, err = unreachable
+    assert code == 1 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith("error: ") and "cannot reach" in err
+
+    code, out, err = usage
+    assert code == 2 and "Usage:" in err and "Traceback" not in err
+
+
+def test_module_entry_point(env):
+    result = subprocess.run(
+        [sys.executable, "-m", "hexeract_scheduler.cli", "scheduler", "table", "create", "--table", unique("mod")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("created table ")
+
+
+def test_worker_stops_cleanly_on_ctrl_c(env, queue: Queue):
+    proc = subprocess.Popen(
+        [*command(), "scheduler", "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        started = proc.stderr.readline()  # the worker is in its loop, the handler installed
+        assert started.startswith("worker polling "), started
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "stopping after this cycle" in err
+    assert set(json.loads(out)) >= {"claimed", "dispatched", "retried", "dead_lettered", "swept"}

@@ -1,0 +1,127 @@
+"""``make demo`` and the example consumers, shortened so ``make test`` covers them."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from click.testing import CliRunner
+from hexeract_scheduler.cli import main
+from hexeract_scheduler.model import ScheduledMessage
+
+from demo.consumer import MemoryDedupeStore, Reminder, ReminderConsumer
+from demo.run import run_demo
+from examples.consumer.app import build_handler
+
+from ..conftest import Queue, make_worker, unique
+
+
+def in_process_cli(args: Sequence[str]) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+def test_demo_runs_end_to_end():
+    lines: list[str] = []
+    summary = run_demo(3.0, out=lines.append, cli=in_process_cli)
+    text = "\n".join(lines)
+    assert summary["replayed_and_delivered"] == 1, text
+    assert summary["duplicates"] >= 1, text  # the "crashed" worker's send, delivered again
+    assert summary["distinct"] >= 3, text  # crash-test, one-shot, at least one cron occurrence, replay
+    assert "$ hexeract scheduler dead-letter list --conn http://127.0.0.1:" in text
+    assert "dead-lettered  " in text and "3/3" in text
+    assert "replayed " in text and "status:        delivered" in text
+    assert "duplicate of occurrence" in text
+    assert "hexeract scheduler list --conn http://127.0.0.1:" in text
+
+
+def test_consumer_drops_duplicates_by_occurrence_id(clients, store, clock, queue: Queue):
+    msg = ScheduledMessage.delay(queue.target, at=clock.now(), payload='{"text": "once"}')
+    store.insert(msg, clock.now())
+    # A worker that sends and crashes before acking: the lease expires, the occurrence is sent again.
+    batch = store.claim_due(clock.now(), timedelta(seconds=1), 10)
+    worker = make_worker(store, clients, clock)
+    worker.dispatcher.dispatch(batch.leased, executor=worker.executor, timeout=10)
+    clock.advance(2)
+    assert worker.run_once().dispatched == 1
+
+    seen: list[Reminder] = []
+    dupes: list[Reminder] = []
+    consumer = ReminderConsumer(clients.sqs(), MemoryDedupeStore(), seen.append, dupes.append)
+    consumer.watch("queue", queue.url)
+    while consumer.poll_once():
+        pass
+    assert (consumer.raw, consumer.distinct) == (2, 1)
+    assert [r.body for r in seen] == ['{"text": "once"}']
+    assert seen[0].schedule_id == str(msg.schedule_id) and seen[0].attempt == 1
+    assert dupes[0].occurrence_id == seen[0].occurrence_id and dupes[0].attempt == 2
+
+
+def sqs_record(message_id: str, occurrence_id: str, attempt: int, body: str) -> dict[str, Any]:
+    def attr(value: str, kind: str = "String") -> dict[str, Any]:
+        return {"stringValue": value, "dataType": kind}
+
+    return {
+        "messageId": message_id,
+        "receiptHandle": "handle-" + message_id,
+        "body": body,
+        "attributes": {},
+        "messageAttributes": {
+            "occurrence_id": attr(occurrence_id),
+            "schedule_id": attr(str(uuid.uuid4())),
+            "event_type": attr("reminder"),
+            "scheduled_for": attr("2026-12-02T10:00:00.000Z"),
+            "attempt": attr(str(attempt), "Number"),
+        },
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:reminders",
+        "awsRegion": "us-east-1",
+    }
+
+
+def test_lambda_consumer_is_idempotent_on_occurrence_id(clients):
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    table = unique("idempotency")
+    ddb = clients.dynamodb()
+    ddb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    acted: list[str] = []
+
+    def act(reminder: dict[str, Any]) -> str:
+        acted.append(reminder["occurrence_id"])
+        return f"sent {json.dumps(reminder['payload'])}"
+
+    handler = build_handler(DynamoDBPersistenceLayer(table_name=table, boto3_client=ddb), act)
+    occurrence = str(uuid.uuid4())
+    other = str(uuid.uuid4())
+    first = {"Records": [sqs_record("m1", occurrence, 1, '{"text": "hi"}')]}
+    again = {"Records": [sqs_record("m2", occurrence, 2, '{"text": "hi"}'), sqs_record("m3", other, 1, "{}")]}
+
+    assert handler(first, LambdaContext()) == {"batchItemFailures": []}
+    assert handler(again, LambdaContext()) == {"batchItemFailures": []}
+    assert acted == [occurrence, other]  # the redelivered occurrence did not act again
+
+    # A message without the contract attributes fails alone (a partial batch failure), not the batch.
+    third = str(uuid.uuid4())
+    mixed = {
+        "Records": [{**sqs_record("m4", other, 1, "{}"), "messageAttributes": {}}, sqs_record("m5", third, 1, "{}")]
+    }
+    assert handler(mixed, LambdaContext()) == {"batchItemFailures": [{"itemIdentifier": "m4"}]}
+    assert acted == [occurrence, other, third]
+
+
+class LambdaContext:
+    function_name = "consumer"
+    aws_request_id = "req-1"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
