@@ -1,0 +1,1 @@
+"""The dead-letter function (CodeUri of DeadLetterFunction)."""

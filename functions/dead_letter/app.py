@@ -1,0 +1,25 @@
+"""Dead-letter function: list dead-lettered schedules, or replay one (see hexeract_scheduler.lambda_ops)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hexeract_scheduler import observability
+from hexeract_scheduler.aws import ClientFactory
+from hexeract_scheduler.clock import SystemClock
+from hexeract_scheduler.lambda_ops import handle_dead_letter
+from hexeract_scheduler.settings import Settings
+from hexeract_scheduler.store import DynamoScheduleStore
+
+# Cold start, once. Bad input raises a typed error (InvalidRequest, ScheduleNotFound, NotReplayable):
+# Lambda reports it as a FunctionError and nothing is changed.
+settings = Settings.from_env(os.environ)
+logger, _metrics = observability.setup(settings)
+clock = SystemClock()
+store = DynamoScheduleStore(settings.table_name, dynamodb=ClientFactory().dynamodb(), shards=settings.shard_count)
+
+
+@logger.inject_lambda_context(log_event=False, clear_state=True)
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle_dead_letter(store, clock, event)

@@ -1,0 +1,1 @@
+"""The dispatcher function (CodeUri of DispatcherFunction)."""

@@ -1,0 +1,33 @@
+"""Dispatcher: started by EventBridge Scheduler, claims and delivers due occurrences until its deadline."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from typing import Any
+
+from hexeract_scheduler import observability
+from hexeract_scheduler.aws import ClientFactory
+from hexeract_scheduler.clock import SystemClock
+from hexeract_scheduler.lambda_ops import dispatcher_deadline, invocation_delay_ms, run_dispatcher
+from hexeract_scheduler.settings import Settings
+from hexeract_scheduler.sinks import Dispatcher
+from hexeract_scheduler.store import DynamoScheduleStore
+from hexeract_scheduler.worker import SchedulerWorker
+
+# Cold start, once: configuration, clients and the worker are reused by every warm invocation.
+settings = Settings.from_env(os.environ)
+logger, metrics = observability.setup(settings)
+clock = SystemClock()
+clients = ClientFactory()
+store = DynamoScheduleStore(settings.table_name, dynamodb=clients.dynamodb(), shards=settings.shard_count)
+worker = SchedulerWorker(store, Dispatcher.for_clients(clients), settings.worker_config(), clock=clock)
+
+
+@logger.inject_lambda_context(log_event=False, clear_state=True)
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
+    deadline = dispatcher_deadline(settings, clock, context.get_remaining_time_in_millis())
+    observability.record_invocation_delay(metrics, invocation_delay_ms(event, clock.now()))
+    summary = run_dispatcher(worker, deadline, partial(observability.publish, metrics))
+    logger.info("dispatcher run finished", extra=summary.as_dict())
+    return summary.as_dict()

@@ -1,0 +1,145 @@
+"""What the Lambda handlers do, kept here so the handlers stay a few lines of wiring.
+
+* The dispatcher: run the worker until the invocation's deadline, publishing metrics as it goes.
+* The dead-letter function: parse and validate its event, then list or replay.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .clock import Clock, to_ms
+from .errors import InvalidInput
+from .model import parse_schedule_id
+from .settings import Settings
+from .store import DynamoScheduleStore
+from .worker import CycleSummary, SchedulerWorker
+
+log = logging.getLogger("hexeract_scheduler")
+
+# How often a dispatcher run publishes its metrics (so alarms see a run's trouble within about a
+# minute, not when the run ends).
+METRICS_EVERY_SECONDS = 60.0
+DEFAULT_LIST_LIMIT = 50
+MAX_LIST_LIMIT = 1000
+
+
+# -- dispatcher ------------------------------------------------------------------------------
+
+
+def dispatcher_deadline(settings: Settings, clock: Clock, remaining_ms: int) -> float:
+    """The ``clock.monotonic()`` instant a run must end by: ``RUN_SECONDS`` from now, or the
+    invocation's remaining time less ``STOP_MARGIN_SECONDS`` if that comes first."""
+    budget = min(settings.run_seconds, remaining_ms / 1000 - settings.stop_margin_seconds)
+    if budget < settings.run_seconds:
+        log.warning(
+            "the invocation has %.1fs left: running %.1fs instead of RUN_SECONDS=%g "
+            "(function Timeout < RUN_SECONDS + STOP_MARGIN_SECONDS + cold start leaves gaps between runs)",
+            remaining_ms / 1000,
+            max(budget, 0.0),
+            settings.run_seconds,
+        )
+    return clock.monotonic() + max(budget, 0.0)
+
+
+def invocation_delay_ms(event: Any, now: datetime) -> int | None:
+    """How late EventBridge Scheduler invoked us: now less the event's ``scheduled_time`` (the
+    ``<aws.scheduler.scheduled-time>`` context attribute the template puts in the input), if any."""
+    raw = event.get("scheduled_time") if isinstance(event, Mapping) else None
+    if not isinstance(raw, str):
+        return None
+    try:
+        scheduled = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    if scheduled.tzinfo is None:
+        return None
+    return max(to_ms(now) - to_ms(scheduled), 0)
+
+
+def run_dispatcher(
+    worker: SchedulerWorker,
+    deadline: float,
+    publish: Callable[[CycleSummary], None] | None = None,
+) -> CycleSummary:
+    """Run ``worker`` until ``deadline``; hand a summary to ``publish`` about once a minute and at
+    the end. Returns the whole run's summary.
+
+    The run is cut into chunks of cycles, never of time: a time-limited chunk would stop polling
+    one dispatch timeout before its end, leaving a gap each time.
+    """
+    cycles = max(1, round(METRICS_EVERY_SECONDS / worker.config.poll_interval.total_seconds()))
+    total = CycleSummary()
+    while True:
+        chunk = worker.run(deadline=deadline, cycles=cycles)
+        total.add(chunk)
+        if publish is not None:
+            publish(chunk)
+        if chunk.cycles < cycles:  # the deadline (or stop()) ended it
+            return total
+
+
+# -- dead letters ----------------------------------------------------------------------------
+
+
+class InvalidRequest(InvalidInput):
+    """The dead-letter function's event is not a valid request; nothing was read or changed."""
+
+
+@dataclass(frozen=True)
+class ListDeadLetters:
+    limit: int = DEFAULT_LIST_LIMIT
+
+
+@dataclass(frozen=True)
+class ReplayDeadLetter:
+    schedule_id: uuid.UUID
+
+
+DeadLetterRequest = ListDeadLetters | ReplayDeadLetter
+
+
+def parse_dead_letter_request(event: Any) -> DeadLetterRequest:
+    """``{"action": "list", "limit": N}`` (limit optional, 1-1000, default 50) or
+    ``{"action": "replay", "schedule_id": "<uuid>"}``; anything else raises InvalidRequest."""
+    if not isinstance(event, Mapping):
+        raise InvalidRequest(f"expected a JSON object with an action, got {type(event).__name__}")
+    action = event.get("action")
+    if action == "list":
+        _only(event, {"action", "limit"})
+        limit = event.get("limit", DEFAULT_LIST_LIMIT)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+            raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIST_LIMIT}, got {limit!r}")
+        return ListDeadLetters(limit)
+    if action == "replay":
+        _only(event, {"action", "schedule_id"})
+        raw = event.get("schedule_id")
+        if not isinstance(raw, str):
+            raise InvalidRequest(f"replay needs schedule_id, a UUID string, got {raw!r}")
+        try:
+            return ReplayDeadLetter(parse_schedule_id(raw))
+        except InvalidInput as exc:
+            raise InvalidRequest(str(exc)) from None
+    raise InvalidRequest(f"unknown action {action!r}: expected list or replay")
+
+
+def _only(event: Mapping[str, Any], allowed: set[str]) -> None:
+    extra = sorted(str(k) for k in event if k not in allowed)
+    if extra:
+        raise InvalidRequest(f"unexpected field(s) for action {event['action']!r}: {', '.join(extra)}")
+
+
+def handle_dead_letter(store: DynamoScheduleStore, clock: Clock, event: Any) -> dict[str, Any]:
+    """Serve one dead-letter request. Unknown id: ScheduleNotFound; not dead-lettered:
+    NotReplayable; both change nothing."""
+    request = parse_dead_letter_request(event)
+    if isinstance(request, ListDeadLetters):
+        return {"items": [s.to_json(dead_letter=True) for s in store.list_dead_letter(request.limit)]}
+    store.replay(request.schedule_id, clock.now())
+    log.info("replayed a dead-lettered schedule", extra={"schedule_id": str(request.schedule_id)})
+    return {"replayed": str(request.schedule_id)}

@@ -1,0 +1,257 @@
+"""Lambda configuration: environment variables read once, at cold start, into a validated object.
+
+Every variable is declared once, in ``template.yaml`` ``Globals.Function.Environment.Variables``;
+nothing else in the package reads the environment. A bad value raises :class:`ConfigError` with
+one line naming the variable, so a misconfigured deployment fails at its first invocation with a
+message that says what to fix (DESIGN §5).
+
+Coverage arithmetic (docs/deploy.md). EventBridge Scheduler starts the dispatcher every
+``DISPATCH_PERIOD_MINUTES``, but even with its flexible window off it only promises to invoke
+within about a minute of the scheduled instant. A run polls until its deadline less one
+``DISPATCH_TIMEOUT_SECONDS`` (the worker never starts a batch that could outlive the deadline), so
+runs overlap, and no instant is left without a polling dispatcher, when::
+
+    RUN_SECONDS - DISPATCH_TIMEOUT_SECONDS >= DISPATCH_PERIOD_MINUTES * 60 + 60
+
+and the function's ``Timeout`` is at least ``RUN_SECONDS + STOP_MARGIN_SECONDS`` plus the cold
+start. Overlapping runs are safe: claims are conditional writes with leases.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TypeVar
+
+from .errors import ConfigError
+from .store import MAX_SHARDS
+from .worker import SchedulerWorkerConfig, parse_shards
+
+T = TypeVar("T")
+
+# EventBridge Scheduler invokes a target within about a minute of its scheduled time, even with
+# FlexibleTimeWindow OFF.
+SCHEDULER_DELIVERY_WINDOW_SECONDS = 60
+# The longest a Lambda function may run.
+LAMBDA_MAX_SECONDS = 900
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
+_NAMESPACE = re.compile(r"^[A-Za-z0-9 _./#:-]{1,255}$")
+
+# Settings field -> the environment variable it is read from (also the list the template declares).
+ENV_VARS: dict[str, str] = {
+    "table_name": "TABLE_NAME",
+    "shard_count": "SHARD_COUNT",
+    "dispatcher_shards": "DISPATCHER_SHARDS",
+    "lease_seconds": "LEASE_SECONDS",
+    "batch_size": "BATCH_SIZE",
+    "retry_base_delay_ms": "RETRY_BASE_DELAY_MS",
+    "retry_max_delay_ms": "RETRY_MAX_DELAY_MS",
+    "jitter": "JITTER",
+    "dispatch_timeout_seconds": "DISPATCH_TIMEOUT_SECONDS",
+    "poll_interval_ms": "POLL_INTERVAL_MS",
+    "concurrency": "CONCURRENCY",
+    "run_seconds": "RUN_SECONDS",
+    "stop_margin_seconds": "STOP_MARGIN_SECONDS",
+    "dispatch_period_minutes": "DISPATCH_PERIOD_MINUTES",
+    "service_name": "POWERTOOLS_SERVICE_NAME",
+    "metrics_namespace": "POWERTOOLS_METRICS_NAMESPACE",
+    "log_level": "LOG_LEVEL",
+}
+
+# The worker-config field each Settings field feeds, to name variables in the worker's own errors.
+_WORKER_FIELDS = {
+    "lease": "LEASE_SECONDS",
+    "batch_size": "BATCH_SIZE",
+    "retry_base_delay": "RETRY_BASE_DELAY_MS",
+    "retry_max_delay": "RETRY_MAX_DELAY_MS",
+    "dispatch_timeout": "DISPATCH_TIMEOUT_SECONDS",
+    "poll_interval": "POLL_INTERVAL_MS",
+    "concurrency": "CONCURRENCY",
+    "shards": "DISPATCHER_SHARDS",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The Lambda functions' configuration. Defaults suit a dispatcher started every 5 minutes.
+
+    ``poll_interval_ms`` 1000 does not mean a second of latency: each cycle looks one poll interval
+    ahead and sleeps only until the soonest due instant it saw.
+    """
+
+    table_name: str
+    shard_count: int = 4
+    dispatcher_shards: tuple[int, ...] | None = None
+    lease_seconds: int = 300
+    batch_size: int = 10
+    retry_base_delay_ms: int = 1000
+    retry_max_delay_ms: int = 300_000
+    jitter: bool = True
+    dispatch_timeout_seconds: float = 10.0
+    poll_interval_ms: int = 1000
+    concurrency: int = 16
+    run_seconds: float = 400.0
+    stop_margin_seconds: float = 15.0
+    dispatch_period_minutes: int | None = 5
+    service_name: str = "hexeract-scheduler"
+    metrics_namespace: str = "Hexeract"
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        if self.shard_count > MAX_SHARDS:
+            raise ConfigError(f"SHARD_COUNT: at most {MAX_SHARDS} shards, got {self.shard_count}")
+        if self.dispatcher_shards is not None:
+            bad = [s for s in self.dispatcher_shards if s >= self.shard_count]
+            if bad:
+                raise ConfigError(
+                    f"DISPATCHER_SHARDS: shards {bad} do not exist with SHARD_COUNT={self.shard_count} "
+                    f"(0-{self.shard_count - 1})"
+                )
+        if self.run_seconds + self.stop_margin_seconds > LAMBDA_MAX_SECONDS:
+            raise ConfigError(
+                f"RUN_SECONDS + STOP_MARGIN_SECONDS ({self.run_seconds:g} + {self.stop_margin_seconds:g}) "
+                f"exceeds the Lambda maximum of {LAMBDA_MAX_SECONDS} s"
+            )
+        if self.run_seconds <= self.dispatch_timeout_seconds:
+            raise ConfigError(
+                f"RUN_SECONDS ({self.run_seconds:g}) must exceed DISPATCH_TIMEOUT_SECONDS "
+                f"({self.dispatch_timeout_seconds:g}): a run polls until one dispatch timeout before its end"
+            )
+        if self.dispatch_period_minutes is not None:
+            needed = (
+                self.dispatch_period_minutes * 60 + SCHEDULER_DELIVERY_WINDOW_SECONDS + self.dispatch_timeout_seconds
+            )
+            if self.run_seconds < needed:
+                raise ConfigError(
+                    f"RUN_SECONDS ({self.run_seconds:g}) leaves gaps between dispatcher runs: it must be >= "
+                    f"DISPATCH_PERIOD_MINUTES x 60 + {SCHEDULER_DELIVERY_WINDOW_SECONDS} + DISPATCH_TIMEOUT_SECONDS "
+                    f"= {needed:g}"
+                )
+        self.worker_config()  # the worker's own validation, at cold start
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Read and validate every variable in ``ENV_VARS`` (absent or empty: the default)."""
+
+        def get(field: str, parse: Callable[[str, str], T]) -> T | None:
+            var = ENV_VARS[field]
+            raw = environ.get(var, "").strip()
+            return parse(var, raw) if raw else None
+
+        table = get("table_name", _table_name)
+        if table is None:
+            raise ConfigError("TABLE_NAME: required (the schedules table's name)")
+        values: dict[str, object] = {
+            "shard_count": get("shard_count", _int(1)),
+            "lease_seconds": get("lease_seconds", _int(1)),
+            "batch_size": get("batch_size", _int(1)),
+            "retry_base_delay_ms": get("retry_base_delay_ms", _int(1)),
+            "retry_max_delay_ms": get("retry_max_delay_ms", _int(1)),
+            "jitter": get("jitter", _bool),
+            "dispatch_timeout_seconds": get("dispatch_timeout_seconds", _seconds(positive=True)),
+            "poll_interval_ms": get("poll_interval_ms", _int(1)),
+            "concurrency": get("concurrency", _int(1)),
+            "run_seconds": get("run_seconds", _seconds(positive=True)),
+            "stop_margin_seconds": get("stop_margin_seconds", _seconds(positive=False)),
+            "service_name": get("service_name", _pattern(_NAME, "3-255 letters, digits, '_', '.' or '-'")),
+            "metrics_namespace": get("metrics_namespace", _pattern(_NAMESPACE, "a CloudWatch namespace")),
+            "log_level": get("log_level", _log_level),
+        }
+        kwargs = {k: v for k, v in values.items() if v is not None}
+        shards_raw = environ.get("DISPATCHER_SHARDS", "").strip()
+        try:
+            kwargs["dispatcher_shards"] = parse_shards(shards_raw or None)
+        except ConfigError as exc:
+            raise ConfigError(f"DISPATCHER_SHARDS: {exc}") from None
+        period_raw = environ.get("DISPATCH_PERIOD_MINUTES", "").strip()
+        # Unset or "none": invoked by hand (tests, a one-off drain), no coverage requirement.
+        if period_raw.lower() in ("", "none", "off"):
+            kwargs["dispatch_period_minutes"] = None
+        else:
+            kwargs["dispatch_period_minutes"] = _int(1)("DISPATCH_PERIOD_MINUTES", period_raw)
+        return cls(table_name=table, **kwargs)  # type: ignore[arg-type]
+
+    def worker_config(self) -> SchedulerWorkerConfig:
+        """The worker's configuration; its validation errors name the variables to change."""
+        try:
+            return SchedulerWorkerConfig(
+                poll_interval=timedelta(milliseconds=self.poll_interval_ms),
+                batch_size=self.batch_size,
+                lease=timedelta(seconds=self.lease_seconds),
+                retry_base_delay=timedelta(milliseconds=self.retry_base_delay_ms),
+                retry_max_delay=timedelta(milliseconds=self.retry_max_delay_ms),
+                jitter=self.jitter,
+                dispatch_timeout=timedelta(seconds=self.dispatch_timeout_seconds),
+                concurrency=self.concurrency,
+                shards=self.dispatcher_shards,
+            )
+        except ConfigError as exc:
+            named = [var for name, var in _WORKER_FIELDS.items() if re.search(rf"\b{name}\b", str(exc))]
+            raise ConfigError(f"{', '.join(named) or 'worker settings'}: {exc}") from None
+
+
+# -- parsers: (variable name, raw text) -> value, or ConfigError naming the variable ------------
+
+
+def _table_name(var: str, raw: str) -> str:
+    if not _NAME.match(raw):
+        raise ConfigError(f"{var}: invalid DynamoDB table name {raw!r} (3-255 letters, digits, '_', '.' or '-')")
+    return raw
+
+
+def _int(minimum: int) -> Callable[[str, str], int]:
+    def parse(var: str, raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(f"{var}: expected an integer >= {minimum}, got {raw!r}") from None
+        if value < minimum:
+            raise ConfigError(f"{var}: expected an integer >= {minimum}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def _seconds(*, positive: bool) -> Callable[[str, str], float]:
+    what = "a number of seconds > 0" if positive else "a number of seconds >= 0"
+
+    def parse(var: str, raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigError(f"{var}: expected {what}, got {raw!r}") from None
+        if value != value or value in (float("inf"), float("-inf")) or value < 0 or (positive and value == 0):
+            raise ConfigError(f"{var}: expected {what}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def _bool(var: str, raw: str) -> bool:
+    low = raw.lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise ConfigError(f"{var}: expected true or false, got {raw!r}")
+
+
+def _log_level(var: str, raw: str) -> str:
+    level = raw.upper()
+    if level not in _LOG_LEVELS:
+        raise ConfigError(f"{var}: expected one of {', '.join(_LOG_LEVELS)}, got {raw!r}")
+    return level
+
+
+def _pattern(regex: re.Pattern[str], what: str) -> Callable[[str, str], str]:
+    def parse(var: str, raw: str) -> str:
+        if not regex.match(raw):
+            raise ConfigError(f"{var}: expected {what}, got {raw!r}")
+        return raw
+
+    return parse

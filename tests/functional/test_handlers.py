@@ -1,0 +1,305 @@
+"""The Lambda handlers, driven with the events/*.json files against the moto server.
+
+The handler modules build their state (settings, clients, store, worker) at import, as on a cold
+start; each test sets the environment and (re)imports the module, so the handler under test is
+built from exactly that environment. ``AWS_ENDPOINT_URL`` points its boto3 clients at moto.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from aws_lambda_powertools import Logger
+from hexeract_scheduler import ScheduledMessage, ScheduleStatus
+from hexeract_scheduler.clock import UTC
+from hexeract_scheduler.errors import ConfigError, HexeractError, NotReplayable, ScheduleNotFound
+from hexeract_scheduler.lambda_ops import InvalidRequest
+from hexeract_scheduler.settings import ENV_VARS
+
+from ..conftest import make_worker
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "events"
+SERVICE = "hexeract-handler-tests"
+NAMESPACE = "HexeractTests"
+SUMMARY_KEYS = {"claimed", "dispatched", "retried", "dead_lettered", "swept", "lease_lost", "skipped"}
+
+# Powertools keeps the first Logger configured for a service name, with the stream that was
+# sys.stdout then. Configure it here, outside any per-test capture, so no test leaves it a stream
+# that pytest closes afterwards.
+Logger(service=SERVICE)
+
+
+def event(name: str, **substitute: Any) -> Any:
+    data = json.loads((EVENTS / name).read_text())
+    data.update(substitute)
+    return data
+
+
+class FakeContext:
+    """A Lambda context whose remaining time runs down with the real clock."""
+
+    function_name = "hexeract-test-function"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:hexeract-test-function"
+    aws_request_id = "c6af9ac6-7b61-11e6-9a41-93e812345678"
+    log_group_name = "/hexeract/test"
+    log_stream_name = "test"
+
+    def __init__(self, remaining_ms: int) -> None:
+        self._ends = time.monotonic() + remaining_ms / 1000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(int((self._ends - time.monotonic()) * 1000), 0)
+
+
+@pytest.fixture(autouse=True)
+def _restore_core_logger() -> Iterator[None]:
+    """The handlers give the core logger Powertools' handler and stop it propagating: undo that,
+    so other tests' caplog still sees the core's records."""
+    core = logging.getLogger("hexeract_scheduler")
+    saved = (list(core.handlers), core.propagate, core.level)
+    yield
+    core.handlers[:], core.propagate = saved[0], saved[1]
+    core.setLevel(saved[2])
+
+
+@pytest.fixture
+def load(monkeypatch: pytest.MonkeyPatch, endpoint: Any) -> Iterator[Any]:
+    """``load("dispatcher", store.table_name, RUN_SECONDS="2")``: the handler module, cold-started
+    with that table, moto's endpoint and these variables on top of fast test defaults."""
+    loaded: list[ModuleType] = []
+
+    def _load(function: str, table: str, **env: str) -> ModuleType:
+        base = {
+            "TABLE_NAME": table,
+            "SHARD_COUNT": "4",
+            "DISPATCHER_SHARDS": "all",
+            "LEASE_SECONDS": "30",
+            "BATCH_SIZE": "10",
+            "RETRY_BASE_DELAY_MS": "1000",
+            "RETRY_MAX_DELAY_MS": "60000",
+            "JITTER": "false",
+            "DISPATCH_TIMEOUT_SECONDS": "0.5",
+            "POLL_INTERVAL_MS": "100",
+            "CONCURRENCY": "8",
+            "RUN_SECONDS": "1.5",
+            "STOP_MARGIN_SECONDS": "0.2",
+            "DISPATCH_PERIOD_MINUTES": "",  # invoked by hand: no coverage requirement
+            "POWERTOOLS_SERVICE_NAME": SERVICE,
+            "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+            "LOG_LEVEL": "INFO",
+        }
+        base.update(env)
+        assert set(base) == set(ENV_VARS.values())
+        for var, value in base.items():
+            monkeypatch.setenv(var, value)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint.url)
+        name = f"functions.{function}.app"
+        module = importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
+        loaded.append(module)
+        return module
+
+    yield _load
+    for module in loaded:
+        worker = getattr(module, "worker", None)
+        if worker is not None:
+            worker.close()
+
+
+def table_items(clients: Any, store: Any) -> list[dict[str, Any]]:
+    items = clients.dynamodb().scan(TableName=store.table_name, ConsistentRead=True)["Items"]
+    return sorted(items, key=lambda i: i["schedule_id"]["S"])
+
+
+def emf_records(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"_aws"' in line]
+
+
+def values(records: list[dict[str, Any]], metric: str) -> list[float]:
+    """Every value of ``metric`` over the EMF records (Powertools writes a list per metric)."""
+    out: list[float] = []
+    for r in records:
+        v = r.get(metric, [])
+        out += v if isinstance(v, list) else [v]
+    return out
+
+
+# -- dispatcher --------------------------------------------------------------------------------
+
+
+def test_dispatcher_delivers_due_schedules_and_returns_its_summary(load, store, queue, capsys):
+    app = load("dispatcher", store.table_name)
+    now = datetime.now(UTC)
+    due = ScheduledMessage.delay(queue.target, at=now, payload='{"n":1}')
+    soon = ScheduledMessage.delay(queue.target, at=now + timedelta(milliseconds=400), payload='{"n":2}')
+    later = ScheduledMessage.delay(queue.target, at=now + timedelta(hours=1), payload='{"n":3}')
+    for msg in (due, soon, later):
+        store.insert(msg, now)
+
+    started = time.monotonic()
+    result = app.lambda_handler(event("dispatcher.json"), FakeContext(60_000))
+    elapsed = time.monotonic() - started
+
+    assert set(result) == SUMMARY_KEYS
+    assert result["claimed"] == 2 and result["dispatched"] == 2, result
+    assert result["retried"] == result["dead_lettered"] == result["swept"] == result["lease_lost"] == 0
+    assert elapsed < 1.5 + 1.0  # RUN_SECONDS, not the 60 s the invocation had left
+    bodies = sorted(m["Body"] for m in queue.receive_all())
+    assert bodies == ['{"n":1}', '{"n":2}']
+    assert store.inspect(due.schedule_id).status is ScheduleStatus.DELIVERED
+    assert store.inspect(soon.schedule_id).status is ScheduleStatus.DELIVERED
+    assert store.inspect(later.schedule_id).status is ScheduleStatus.PENDING
+
+    records = emf_records(capsys.readouterr().out)
+    assert records, "no EMF metrics printed"
+    assert all(r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == NAMESPACE for r in records)
+    assert sum(values(records, "Dispatched")) == 2
+    lags = values(records, "DispatchLagMs")
+    # Delivered within about a second of being due (DESIGN §5), not at the next run.
+    assert len(lags) == 2 and max(lags) < 1500, lags
+    assert len(values(records, "InvocationDelayMs")) == 1  # from the sample event's scheduled_time
+    assert all(r["service"] == SERVICE for r in records)
+
+
+def test_dispatcher_stops_before_the_remaining_time_runs_out(load, store, queue):
+    store.insert(ScheduledMessage.delay(queue.target, at=datetime.now(UTC), payload="{}"), datetime.now(UTC))
+    app = load("dispatcher", store.table_name, RUN_SECONDS="60", STOP_MARGIN_SECONDS="0.3")
+
+    context = FakeContext(1_500)
+    started = time.monotonic()
+    result = app.lambda_handler(event("dispatcher.json"), context)
+    elapsed = time.monotonic() - started
+
+    assert result["dispatched"] == 1
+    assert context.get_remaining_time_in_millis() > 0, f"ran {elapsed:.2f}s of a 1.5s invocation"
+    assert elapsed >= 0.5  # it did poll: until the deadline less one dispatch timeout
+
+
+def test_dispatcher_reads_only_its_shards(load, store, queue):
+    now = datetime.now(UTC)
+    msgs = [ScheduledMessage.delay(queue.target, at=now, payload=f'{{"i":{i}}}') for i in range(12)]
+    for msg in msgs:
+        store.insert(msg, now)
+    app = load("dispatcher", store.table_name, DISPATCHER_SHARDS="0-1", RUN_SECONDS="1")
+
+    result = app.lambda_handler(event("dispatcher.json"), FakeContext(60_000))
+
+    mine = [m for m in msgs if m.schedule_id.int % 4 in (0, 1)]
+    assert result["dispatched"] == len(mine)
+    for m in msgs:
+        expected = ScheduleStatus.DELIVERED if m in mine else ScheduleStatus.PENDING
+        assert store.inspect(m.schedule_id).status is expected
+
+
+@pytest.mark.parametrize(
+    ("env", "names"),
+    [
+        ({"TABLE_NAME": ""}, "TABLE_NAME"),
+        ({"LEASE_SECONDS": "five"}, "LEASE_SECONDS"),
+        ({"BATCH_SIZE": "0"}, "BATCH_SIZE"),
+        ({"JITTER": "maybe"}, "JITTER"),
+        ({"DISPATCHER_SHARDS": "0-9"}, "DISPATCHER_SHARDS"),
+        ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL"),
+        ({"LEASE_SECONDS": "4", "BATCH_SIZE": "10"}, "LEASE_SECONDS"),
+        ({"RETRY_BASE_DELAY_MS": "5000", "RETRY_MAX_DELAY_MS": "1000"}, "RETRY_MAX_DELAY_MS"),
+        ({"DISPATCH_PERIOD_MINUTES": "5", "RUN_SECONDS": "300"}, "RUN_SECONDS"),
+    ],
+)
+def test_a_bad_setting_fails_the_cold_start_naming_the_variable(load, env, names):
+    with pytest.raises(ConfigError, match=names) as info:
+        load("dispatcher", "schedules", **env)
+    assert "\n" not in str(info.value)
+
+
+# -- dead letters ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dead_letter(store, clients, clock, endpoint, queue) -> tuple[ScheduledMessage, ScheduledMessage]:
+    """One schedule dead-lettered (its queue does not exist, one attempt) and one still pending."""
+    missing = f"sqs:{endpoint.url}/123456789012/missing-{uuid.uuid4().hex[:8]}"
+    dead = ScheduledMessage.delay(missing, at=clock.now(), payload="{}", max_attempts=1)
+    alive = ScheduledMessage.delay(queue.target, at=clock.now() + timedelta(hours=1), payload="{}")
+    store.insert(dead, clock.now())
+    store.insert(alive, clock.now())
+    summary = make_worker(store, clients, clock).run_once()
+    assert summary.dead_lettered == 1, summary
+    return dead, alive
+
+
+def test_dead_letter_lists_and_replays(load, store, dead_letter):
+    dead, _ = dead_letter
+    app = load("dead_letter", store.table_name)
+
+    listed = app.lambda_handler(event("dead_letter_list.json"), FakeContext(30_000))
+    assert [i["schedule_id"] for i in listed["items"]] == [str(dead.schedule_id)]
+    item = listed["items"][0]
+    assert item["status"] == "dead-lettered" and item["attempts"] == 1 and item["max_attempts"] == 1
+    assert item["last_error"] and item["dead_lettered_at"].endswith("Z")
+    assert set(item) == {
+        "schedule_id",
+        "status",
+        "scheduled_for",
+        "attempts",
+        "max_attempts",
+        "trigger",
+        "last_error",
+        "dead_lettered_at",
+    }
+    json.dumps(listed)  # what Lambda returns must serialise
+
+    replayed = app.lambda_handler(
+        event("dead_letter_replay.json", schedule_id=str(dead.schedule_id)), FakeContext(30_000)
+    )
+    assert replayed == {"replayed": str(dead.schedule_id)}
+    snap = store.inspect(dead.schedule_id)
+    assert snap.status is ScheduleStatus.PENDING and snap.attempts == 0 and snap.last_error is None
+    assert app.lambda_handler({"action": "list"}, FakeContext(30_000)) == {"items": []}
+
+
+BAD_REQUESTS: list[tuple[Any, type[HexeractError]]] = [
+    ({"action": "purge"}, InvalidRequest),
+    ({}, InvalidRequest),
+    (["list"], InvalidRequest),
+    ({"action": "list", "limit": 0}, InvalidRequest),
+    ({"action": "list", "limit": 1001}, InvalidRequest),
+    ({"action": "list", "limit": "5"}, InvalidRequest),
+    ({"action": "list", "limit": True}, InvalidRequest),
+    ({"action": "list", "schedule_id": "x"}, InvalidRequest),
+    ({"action": "replay"}, InvalidRequest),
+    ({"action": "replay", "schedule_id": 42}, InvalidRequest),
+    ({"action": "replay", "schedule_id": "not-a-uuid"}, InvalidRequest),
+    ({"action": "replay", "schedule_id": "UNKNOWN", "limit": 5}, InvalidRequest),
+    ({"action": "replay", "schedule_id": "UNKNOWN"}, ScheduleNotFound),
+    ({"action": "replay", "schedule_id": "ALIVE"}, NotReplayable),
+]
+
+
+def test_dead_letter_bad_input_raises_a_typed_error_and_changes_nothing(load, store, clients, dead_letter):
+    _, alive = dead_letter
+    ids = {"UNKNOWN": str(uuid.uuid4()), "ALIVE": str(alive.schedule_id)}
+    app = load("dead_letter", store.table_name)
+    before = table_items(clients, store)
+
+    for request, error in BAD_REQUESTS:
+        if isinstance(request, dict) and request.get("schedule_id") in ids:
+            request = {**request, "schedule_id": ids[request["schedule_id"]]}
+        with pytest.raises(error) as info:
+            app.lambda_handler(request, FakeContext(30_000))
+        assert isinstance(info.value, HexeractError), request
+        assert "\n" not in str(info.value)
+
+    assert table_items(clients, store) == before

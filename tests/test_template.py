@@ -1,0 +1,316 @@
+"""template.yaml against the code: handlers, configuration, table, IAM, alarms, coverage arithmetic."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import math
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hexeract_scheduler import observability
+from hexeract_scheduler.lambda_ops import parse_dead_letter_request
+from hexeract_scheduler.settings import ENV_VARS, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
+from hexeract_scheduler.store import table_definition
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_SERVICES = ("dynamodb:", "sqs:", "sns:", "kms:", "s3:")
+
+
+class CfnLoader(yaml.SafeLoader):
+    """A YAML loader that turns CloudFormation short-form tags into their long form."""
+
+
+def _cfn_tag(loader: CfnLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {"Ref" if suffix == "Ref" else f"Fn::{suffix}": value}
+
+
+CfnLoader.add_multi_constructor("!", _cfn_tag)
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return yaml.load((ROOT / "template.yaml").read_text(), Loader=CfnLoader)  # a SafeLoader
+
+
+def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: r for name, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def default(template: dict[str, Any], param: str) -> Any:
+    return template["Parameters"][param]["Default"]
+
+
+def resolve_defaults(template: dict[str, Any], value: Any) -> str:
+    """A Globals value with its parameter's default (resources become a placeholder name)."""
+    if isinstance(value, dict) and set(value) == {"Ref"}:
+        ref = value["Ref"]
+        return str(default(template, ref)) if ref in template["Parameters"] else f"{ref.lower()}-from-template"
+    return str(value)
+
+
+def global_env(template: dict[str, Any]) -> dict[str, Any]:
+    return template["Globals"]["Function"]["Environment"]["Variables"]  # type: ignore[no-any-return]
+
+
+# -- functions ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def template_env(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """The process environment a deployed function gets with the default parameters."""
+    env = {var: resolve_defaults(template, v) for var, v in global_env(template).items()}
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    yield env
+
+
+@pytest.fixture
+def _core_logger_restored() -> Iterator[None]:
+    """Importing a handler wires the core logger to Powertools (no propagation): undo that."""
+    core = logging.getLogger("hexeract_scheduler")
+    saved = (list(core.handlers), core.propagate, core.level)
+    yield
+    core.handlers[:], core.propagate = saved[0], saved[1]
+    core.setLevel(saved[2])
+
+
+@pytest.mark.usefixtures("_core_logger_restored")
+def test_every_function_resolves_to_an_importable_lambda_handler(template, template_env):
+    functions = resources(template, "AWS::Serverless::Function")
+    assert {"DispatcherFunction", "SecondDispatcherFunction", "DeadLetterFunction"} <= set(functions)
+    for name, fn in functions.items():
+        props = fn["Properties"]
+        code = ROOT / props["CodeUri"]
+        module_name, _, attr = props["Handler"].rpartition(".")
+        assert (code / f"{module_name}.py").is_file(), name
+        dotted = ".".join((*code.relative_to(ROOT).parts, module_name))
+        # Import as the deployed function would: built from the template's default configuration.
+        module = importlib.reload(sys.modules[dotted]) if dotted in sys.modules else importlib.import_module(dotted)
+        assert callable(getattr(module, attr)), f"{name}: {props['Handler']}"
+        if hasattr(module, "worker"):
+            module.worker.close()
+
+
+def test_functions_run_python_312_or_newer_on_arm64_with_the_core_layer(template):
+    glob = template["Globals"]["Function"]
+    runtime = glob["Runtime"]
+    assert runtime.startswith("python3.") and int(runtime.split(".")[1]) >= 12
+    assert glob["Architectures"] == ["arm64"]
+    assert glob["Layers"] == [{"Ref": "CoreLayer"}]
+    for name, fn in resources(template, "AWS::Serverless::Function").items():
+        for key in ("Runtime", "Architectures", "Layers"):
+            assert key not in fn["Properties"], f"{name} overrides Globals.{key}"
+
+    layer = template["Resources"]["CoreLayer"]
+    assert layer["Type"] == "AWS::Serverless::LayerVersion"
+    assert layer["Properties"]["ContentUri"].rstrip("/") == "layers/core"
+    assert layer["Metadata"]["BuildMethod"] == runtime
+    assert runtime in layer["Properties"]["CompatibleRuntimes"]
+    assert (ROOT / "layers/core/requirements.txt").is_file()
+    assert (ROOT / "layers/core/hexeract_scheduler/__init__.py").is_file()
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+
+def test_globals_declare_exactly_the_variables_settings_reads(template):
+    assert set(global_env(template)) == set(ENV_VARS.values())
+    for name, fn in resources(template, "AWS::Serverless::Function").items():
+        overrides = set(fn["Properties"].get("Environment", {}).get("Variables", {}))
+        assert overrides <= {"DISPATCHER_SHARDS"}, f"{name} declares configuration outside Globals: {overrides}"
+
+
+def test_the_default_parameters_make_a_valid_configuration(template, template_env):
+    settings = Settings.from_env(template_env)
+    assert settings.table_name == "schedulestable-from-template"
+    settings.worker_config()
+
+
+def test_the_default_parameters_keep_dispatcher_runs_overlapping(template):
+    """The coverage arithmetic written in template.yaml and docs/deploy.md, on the defaults."""
+    period = int(default(template, "DispatchPeriodMinutes")) * 60
+    run = float(default(template, "RunSeconds"))
+    margin = float(default(template, "StopMarginSeconds"))
+    dispatch_timeout = float(default(template, "DispatchTimeoutSeconds"))
+    timeout = int(default(template, "DispatcherTimeout"))
+    lease = int(default(template, "LeaseSeconds"))
+    batch = int(default(template, "BatchSize"))
+    cold_start = 5
+
+    # Runs overlap even when one starts early and the next a whole delivery window late.
+    assert run - dispatch_timeout >= period + SCHEDULER_DELIVERY_WINDOW_SECONDS
+    # A run fits its invocation, with the margin to settle the last batch.
+    assert timeout >= run + margin + cold_start
+    # A batch's settle fits its lease.
+    assert lease >= batch * dispatch_timeout
+    # Enough concurrency for the overlapping runs (starts at least period - window apart).
+    overlapping = math.ceil((run + margin) / (period - SCHEDULER_DELIVERY_WINDOW_SECONDS))
+    assert int(default(template, "DispatcherReservedConcurrency")) >= overlapping
+
+    dispatcher = template["Resources"]["DispatcherFunction"]["Properties"]
+    assert dispatcher["Timeout"] == {"Ref": "DispatcherTimeout"}
+    assert dispatcher["ReservedConcurrentExecutions"] == {"Ref": "DispatcherReservedConcurrency"}
+
+
+def test_the_schedule_sends_the_sample_event(template):
+    for name in ("DispatcherFunction", "SecondDispatcherFunction"):
+        schedule = template["Resources"][name]["Properties"]["Events"]["Every"]
+        assert schedule["Type"] == "ScheduleV2"
+        props = schedule["Properties"]
+        assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
+        assert props["ScheduleExpression"] == {"Fn::Sub": "rate(${DispatchPeriodMinutes} minutes)"}
+        sent = json.loads(props["Input"])
+        sample = json.loads((ROOT / "events/dispatcher.json").read_text())
+        assert set(sent) == set(sample)
+
+
+def test_the_sample_dead_letter_events_are_valid_requests():
+    for name in ("dead_letter_list.json", "dead_letter_replay.json"):
+        parse_dead_letter_request(json.loads((ROOT / "events" / name).read_text()))
+
+
+# -- table -------------------------------------------------------------------------------------
+
+
+def _sorted(items: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    return sorted(items, key=lambda i: i[key])
+
+
+def test_the_table_is_the_one_table_definition_describes(template):
+    table = template["Resources"]["SchedulesTable"]
+    assert table["Type"] == "AWS::DynamoDB::Table"
+    props = table["Properties"]
+    want = table_definition()
+    assert props["BillingMode"] == want["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["KeySchema"] == want["KeySchema"]
+    assert _sorted(props["AttributeDefinitions"], "AttributeName") == _sorted(
+        want["AttributeDefinitions"], "AttributeName"
+    )
+    got_gsis = {g["IndexName"]: g for g in props["GlobalSecondaryIndexes"]}
+    want_gsis = {g["IndexName"]: g for g in want["GlobalSecondaryIndexes"]}
+    assert got_gsis == want_gsis
+    assert all(g["Projection"] == {"ProjectionType": "KEYS_ONLY"} for g in got_gsis.values())
+    assert props["SSESpecification"] == {"SSEEnabled": True}
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert props["DeletionProtectionEnabled"] == {"Ref": "DeletionProtection"}
+
+
+# -- IAM ---------------------------------------------------------------------------------------
+
+
+def _statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every policy statement, inline or managed, with !If branches unfolded."""
+
+    def unfold(stmt: Any) -> Iterator[dict[str, Any]]:
+        if isinstance(stmt, dict) and "Fn::If" in stmt:
+            for branch in stmt["Fn::If"][1:]:
+                yield from unfold(branch)
+        elif isinstance(stmt, dict) and "Effect" in stmt:
+            yield stmt
+
+    for name, res in template["Resources"].items():
+        docs = []
+        props = res.get("Properties", {})
+        if res["Type"] == "AWS::IAM::ManagedPolicy":
+            docs.append(props["PolicyDocument"])
+        for policy in props.get("Policies", []) if isinstance(props.get("Policies"), list) else []:
+            if isinstance(policy, dict) and "Statement" in policy:
+                docs.append(policy)
+        for doc in docs:
+            for stmt in doc["Statement"]:
+                for s in unfold(stmt):
+                    yield name, s
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_no_data_action_is_granted_on_every_resource(template):
+    statements = list(_statements(template))
+    assert statements
+    for name, stmt in statements:
+        actions = _as_list(stmt["Action"])
+        assert "*" not in actions, name
+        data = [a for a in actions if a.startswith(DATA_SERVICES)]
+        assert not any(a.endswith(":*") for a in data), (name, actions)
+        if data:
+            for resource in _as_list(stmt["Resource"]):
+                assert resource != "*", (name, stmt)
+                assert not (isinstance(resource, str) and resource.startswith("arn:") and resource.endswith(":*"))
+
+
+def test_dynamodb_actions_are_scoped_to_the_table_and_its_indexes(template):
+    allowed = [{"Fn::GetAtt": ["SchedulesTable", "Arn"]}, {"Fn::Sub": "${SchedulesTable.Arn}/index/*"}]
+    for name, stmt in _statements(template):
+        if any(a.startswith("dynamodb:") for a in _as_list(stmt["Action"])):
+            assert all(r in allowed for r in _as_list(stmt["Resource"])), (name, stmt)
+
+
+def test_targets_come_from_parameters_and_the_demo_resources(template):
+    allowed = [
+        {"Ref": "TargetQueueArns"},
+        {"Ref": "TargetTopicArns"},
+        {"Fn::GetAtt": ["DemoQueue", "Arn"]},
+        {"Ref": "DemoTopic"},
+    ]
+    granted = {a for _, s in _statements(template) for a in _as_list(s["Action"])}
+    assert {"sqs:SendMessage", "sqs:GetQueueUrl", "sns:Publish"} <= granted
+    for name, stmt in _statements(template):
+        if any(a.startswith(("sqs:", "sns:")) for a in _as_list(stmt["Action"])):
+            assert stmt["Resource"] in allowed, (name, stmt)
+    for param in ("TargetQueueArns", "TargetTopicArns"):
+        assert template["Parameters"][param]["Type"] == "CommaDelimitedList"
+
+
+# -- alarms and outputs ------------------------------------------------------------------------
+
+
+def test_alarms_watch_metrics_the_dispatcher_emits(template):
+    alarms = resources(template, "AWS::CloudWatch::Alarm")
+    by_metric = {a["Properties"]["MetricName"]: a["Properties"] for a in alarms.values()}
+    assert {"DeadLettered", "DispatchLagMs", "Errors"} <= set(by_metric)
+    emitted = set(observability.COUNT_METRICS) | {observability.LAG_METRIC}
+    for props in alarms.values():
+        p = props["Properties"]
+        if p["Namespace"] == "AWS/Lambda":
+            continue
+        assert p["MetricName"] in emitted
+        assert p["Namespace"] == {"Ref": "MetricsNamespace"}
+        # Powertools adds the "service" dimension to every metric: the alarm must ask for it.
+        assert p["Dimensions"] == [{"Name": "service", "Value": {"Ref": "ServiceName"}}]
+    assert by_metric["DispatchLagMs"]["Statistic"] == "Maximum"
+    assert by_metric["DispatchLagMs"]["Threshold"] == {"Ref": "LagAlarmThresholdMs"}
+    assert by_metric["DeadLettered"]["Threshold"] == 0
+    assert by_metric["DeadLettered"]["ComparisonOperator"] == "GreaterThanThreshold"
+    errors = template["Resources"]["DispatcherErrorsAlarm"]["Properties"]
+    assert (errors["Namespace"], errors["MetricName"]) == ("AWS/Lambda", "Errors")
+    assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": "DispatcherFunction"}}]
+
+
+def test_outputs_name_the_table_and_the_functions(template):
+    outputs = template["Outputs"]
+    assert outputs["SchedulesTableName"]["Value"] == {"Ref": "SchedulesTable"}
+    for fn in ("DispatcherFunction", "DeadLetterFunction"):
+        assert outputs[f"{fn}Name"]["Value"] == {"Ref": fn}
+        assert outputs[f"{fn}Arn"]["Value"] == {"Fn::GetAtt": [fn, "Arn"]}
+
+
+def test_demo_targets_are_optional(template):
+    for name in ("DemoQueue", "DemoTopic"):
+        assert template["Resources"][name]["Condition"] == "CreateDemo"
+    assert template["Conditions"]["CreateDemo"] == {"Fn::Equals": [{"Ref": "CreateDemoTargets"}, "true"]}
