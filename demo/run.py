@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
+from demo.consumer import MemoryDedupeStore, Reminder, ReminderConsumer
 from hexeract_scheduler import (
     Dispatcher,
     DynamoScheduleStore,
@@ -41,8 +42,6 @@ from hexeract_scheduler import (
 )
 from hexeract_scheduler.aws import ClientFactory, Connection
 from hexeract_scheduler.local import start_local_endpoint
-
-from demo.consumer import MemoryDedupeStore, Reminder, ReminderConsumer
 
 TABLE = "hexeract-schedules"
 # (argv after "hexeract") -> (exit status, stdout + stderr)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+
 from hexeract_scheduler import cli
 from hexeract_scheduler.aws import ClientFactory
 from hexeract_scheduler.cli import main

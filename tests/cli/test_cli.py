@@ -8,6 +8,7 @@ import uuid
 from datetime import datetime, timedelta
 
 import pytest
+
 from hexeract_scheduler.cli import parse_when
 from hexeract_scheduler.clock import UTC, SystemClock
 from hexeract_scheduler.errors import InvalidInput
@@ -368,6 +369,7 @@ def test_conn_and_table_from_environment(hexeract, endpoint, store, queue):
 
 def test_every_command_has_help_and_the_shared_options():
     from click.testing import CliRunner
+
     from hexeract_scheduler.cli import main
 
     leaves = [

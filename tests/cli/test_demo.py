@@ -9,12 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 from click.testing import CliRunner
-from hexeract_scheduler.cli import main
-from hexeract_scheduler.model import ScheduledMessage
 
 from demo.consumer import MemoryDedupeStore, Reminder, ReminderConsumer
 from demo.run import run_demo
 from examples.consumer.app import build_handler
+from hexeract_scheduler.cli import main
+from hexeract_scheduler.model import ScheduledMessage
 
 from ..conftest import Queue, make_worker, unique
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+
 from hexeract_scheduler import ScheduledMessage, SchedulerWorker, SchedulerWorkerConfig, SystemClock
 from hexeract_scheduler.aws import ClientFactory, Connection
 from hexeract_scheduler.errors import RetryableError

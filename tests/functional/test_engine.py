@@ -7,6 +7,7 @@ import uuid
 from datetime import datetime, timedelta
 
 import pytest
+
 from hexeract_scheduler import (
     NotReplayable,
     OccurrenceId,

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools import Logger
+
 from hexeract_scheduler import ScheduledMessage, ScheduleStatus
 from hexeract_scheduler.clock import UTC
 from hexeract_scheduler.errors import ConfigError, HexeractError, NotReplayable, ScheduleNotFound

@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+
 from hexeract_scheduler import CronSchedule, InvalidCron
 from hexeract_scheduler.clock import UTC
 from hexeract_scheduler.cron import load_zone

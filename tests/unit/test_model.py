@@ -4,6 +4,7 @@ import uuid
 from datetime import datetime, timedelta
 
 import pytest
+
 from hexeract_scheduler import (
     ConfigError,
     InvalidCron,

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
+
 from hexeract_scheduler import Target, Trigger
 from hexeract_scheduler.clock import UTC
 from hexeract_scheduler.model import LeasedOccurrence
