@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from hexeract_scheduler import observability
 from hexeract_scheduler.lambda_ops import parse_dead_letter_request
 from hexeract_scheduler.settings import ENV_VARS, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
