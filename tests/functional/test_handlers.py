@@ -93,10 +93,10 @@ def load(monkeypatch: pytest.MonkeyPatch, endpoint: Any) -> Iterator[Any]:
             "RETRY_BASE_DELAY_MS": "1000",
             "RETRY_MAX_DELAY_MS": "60000",
             "JITTER": "false",
-            "DISPATCH_TIMEOUT_SECONDS": "0.5",
+            "DISPATCH_TIMEOUT_SECONDS": "1",
             "POLL_INTERVAL_MS": "100",
             "CONCURRENCY": "8",
-            "RUN_SECONDS": "1.5",
+            "RUN_SECONDS": "2",
             "STOP_MARGIN_SECONDS": "0.2",
             "DISPATCH_PERIOD_MINUTES": "",  # invoked by hand: no coverage requirement
             "POWERTOOLS_SERVICE_NAME": SERVICE,
@@ -157,7 +157,7 @@ def test_dispatcher_delivers_due_schedules_and_returns_its_summary(load, store, 
     assert set(result) == SUMMARY_KEYS
     assert result["claimed"] == 2 and result["dispatched"] == 2, result
     assert result["retried"] == result["dead_lettered"] == result["swept"] == result["lease_lost"] == 0
-    assert elapsed < 1.5 + 1.0  # RUN_SECONDS, not the 60 s the invocation had left
+    assert elapsed < 2 + 1.0  # RUN_SECONDS, not the 60 s the invocation had left
     bodies = sorted(m["Body"] for m in queue.receive_all())
     assert bodies == ['{"n":1}', '{"n":2}']
     assert store.inspect(due.schedule_id).status is ScheduleStatus.DELIVERED
@@ -179,14 +179,14 @@ def test_dispatcher_stops_before_the_remaining_time_runs_out(load, store, queue)
     store.insert(ScheduledMessage.delay(queue.target, at=datetime.now(UTC), payload="{}"), datetime.now(UTC))
     app = load("dispatcher", store.table_name, RUN_SECONDS="60", STOP_MARGIN_SECONDS="0.3")
 
-    context = FakeContext(1_500)
+    context = FakeContext(3_000)
     started = time.monotonic()
     result = app.lambda_handler(event("dispatcher.json"), context)
     elapsed = time.monotonic() - started
 
     assert result["dispatched"] == 1
-    assert context.get_remaining_time_in_millis() > 0, f"ran {elapsed:.2f}s of a 1.5s invocation"
-    assert elapsed >= 0.5  # it did poll: until the deadline less one dispatch timeout
+    assert context.get_remaining_time_in_millis() > 0, f"ran {elapsed:.2f}s of a 3s invocation"
+    assert elapsed >= 1.0  # it did poll: until the deadline (2.7 s) less one dispatch timeout (1 s)
 
 
 def test_dispatcher_reads_only_its_shards(load, store, queue):
@@ -194,7 +194,7 @@ def test_dispatcher_reads_only_its_shards(load, store, queue):
     msgs = [ScheduledMessage.delay(queue.target, at=now, payload=f'{{"i":{i}}}') for i in range(12)]
     for msg in msgs:
         store.insert(msg, now)
-    app = load("dispatcher", store.table_name, DISPATCHER_SHARDS="0-1", RUN_SECONDS="1")
+    app = load("dispatcher", store.table_name, DISPATCHER_SHARDS="0-1", RUN_SECONDS="1.5")
 
     result = app.lambda_handler(event("dispatcher.json"), FakeContext(60_000))
 
