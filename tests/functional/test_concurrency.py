@@ -156,3 +156,24 @@ def test_the_loop_sleeps_until_the_next_due_instant(store, clients, clock, queue
     assert max(summary.lag_ms) == 0  # each sent at its instant on the injected clock
     # Idle polls are one per poll interval (or fewer, when the look-ahead saw the next instant).
     assert summary.cycles <= 41
+
+
+def test_an_error_on_one_claim_keeps_the_claims_that_landed(store, clients, clock, queue):
+    msgs = [ScheduledMessage.delay(queue.target, at=clock.now()) for _ in range(3)]
+    for m in msgs:
+        store.insert(m, clock.now())
+    unlucky = str(msgs[0].schedule_id)
+
+    def throttle_one(params: dict[str, Any], **kwargs: Any) -> None:
+        if params["Key"]["schedule_id"]["S"] == unlucky:
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "UpdateItem")
+
+    client = ClientFactory(Connection(endpoint_url=clients.connection.endpoint_url), retries=1).dynamodb()
+    client.meta.events.register("provide-client-params.dynamodb.UpdateItem", throttle_one)
+    flaky = DynamoScheduleStore(store.table_name, dynamodb=client)
+    batch = flaky.claim_due(clock.now(), timedelta(seconds=30), 10)
+    assert {str(o.schedule_id) for o in batch.leased} == {str(m.schedule_id) for m in msgs[1:]}
+    assert store.inspect(msgs[0].schedule_id).attempts == 0  # still due, budget untouched
+
+    with pytest.raises(RetryableError):  # nothing landed: the worker must back off
+        flaky.claim_due(clock.now(), timedelta(seconds=30), 10)

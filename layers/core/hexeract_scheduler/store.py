@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import logging
 import random
 import threading
 import uuid
@@ -32,7 +33,7 @@ from botocore.exceptions import ClientError
 from .aws import aws_errors, error_code
 from .clock import from_ms, to_ms
 from .cron import CronSchedule
-from .errors import ConfigError, InvalidInput, NotReplayable, ScheduleNotFound
+from .errors import ConfigError, HexeractError, InvalidInput, NotReplayable, ScheduleNotFound
 from .model import (
     LeasedOccurrence,
     ScheduledMessage,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 T = TypeVar("T")
+log = logging.getLogger("hexeract_scheduler")
 
 DEFAULT_TABLE = "hexeract-schedules"
 DEFAULT_SHARDS = 4
@@ -637,14 +639,39 @@ class DynamoScheduleStore:
             # Every worker sees the same head of the index; a random pick among the due entries
             # (all due now) keeps racing workers from spending their claims on the same items.
             due = (rng or random).sample(due, limit)
-        outcomes = map_concurrently(executor, lambda e: (e, self.claim(e.schedule_id, now, lease)), due)
-        for entry, outcome in outcomes:
+        # An error on one entry must not drop the others: the claims that landed are returned
+        # (else they would sit leased, unsent, until the lease expires, each losing an attempt),
+        # and the failed entry stays due. Only a batch that got nothing re-raises, so the worker
+        # backs off; otherwise the error is logged and the next cycle tries that entry again.
+        errors: list[HexeractError] = []
+
+        def claim_one(e: DueEntry) -> tuple[DueEntry, LeasedOccurrence | ClaimRefusal | None]:
+            try:
+                return e, self.claim(e.schedule_id, now, lease)
+            except HexeractError as exc:
+                errors.append(exc)
+                return e, None
+
+        for entry, outcome in map_concurrently(executor, claim_one, due):
             if isinstance(outcome, LeasedOccurrence):
                 batch.leased.append(outcome)
-            elif outcome is ClaimRefusal.EXHAUSTED and self.sweep_exhausted(entry.schedule_id, now):
-                batch.swept.append(entry.schedule_id)
-            else:
+            elif outcome is ClaimRefusal.EXHAUSTED:
+                try:
+                    swept = self.sweep_exhausted(entry.schedule_id, now)
+                except HexeractError as exc:
+                    errors.append(exc)
+                    continue
+                if swept:
+                    batch.swept.append(entry.schedule_id)
+                else:
+                    batch.lost += 1
+            elif outcome is not None:
                 batch.lost += 1
+        if errors:
+            if not batch.leased and not batch.swept:
+                raise errors[0]
+            for error in errors:
+                log.warning("claim left for the next cycle: %s", error)
         return batch
 
     def sweep_exhausted(self, schedule_id: uuid.UUID, now: datetime) -> bool:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .clock import Clock, SystemClock, from_ms, to_ms
-from .errors import ConfigError, HexeractError, RetryableError
+from .errors import ConfigError, EndpointUnreachable, HexeractError, RetryableError
 from .model import LeasedOccurrence
 from .sinks import Dispatcher, Outcome
 from .store import DynamoScheduleStore, map_concurrently
@@ -20,6 +20,7 @@ from .store import DynamoScheduleStore, map_concurrently
 log = logging.getLogger("hexeract_scheduler")
 
 MAX_LAG_SAMPLES = 10_000
+MAX_UNREACHABLE_IN_ROW = 5
 
 
 @dataclass(frozen=True)
@@ -289,8 +290,12 @@ class SchedulerWorker:
             try:
                 cycle = self.run_once()
                 errors_in_row = 0
-            except RetryableError as exc:
+            except (RetryableError, EndpointUnreachable) as exc:
+                # Throttling, a 5xx or a network blip: back off and poll again. An endpoint that
+                # stays unreachable is a configuration problem: give up after a few tries.
                 errors_in_row += 1
+                if isinstance(exc, EndpointUnreachable) and errors_in_row > MAX_UNREACHABLE_IN_ROW:
+                    raise
                 pause = min(cfg.poll_interval.total_seconds() * 2**errors_in_row, 5.0)
                 log.warning("transient AWS error, backing off %.2fs: %s", pause, exc)
                 self._sleep(pause, deadline)
