@@ -21,7 +21,7 @@ os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 
 from hexeract_scheduler.aws import ClientFactory, Connection  # noqa: E402
 from hexeract_scheduler.clock import UTC, ManualClock  # noqa: E402
-from hexeract_scheduler.local import LocalEndpoint, start_local_endpoint  # noqa: E402
+from hexeract_scheduler.local import LocalEndpoint, spawn_local_endpoint  # noqa: E402
 from hexeract_scheduler.sinks import Dispatcher  # noqa: E402
 from hexeract_scheduler.store import DynamoScheduleStore  # noqa: E402
 from hexeract_scheduler.worker import SchedulerWorker, SchedulerWorkerConfig  # noqa: E402
@@ -32,7 +32,7 @@ T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 
 @pytest.fixture(scope="session")
 def endpoint() -> Iterator[LocalEndpoint]:
-    ep = start_local_endpoint()
+    ep = spawn_local_endpoint()
     yield ep
     ep.stop()
 
