@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -122,10 +123,19 @@ def _short_error(error: str) -> str:
     return error if len(error) <= MAX_ERROR_CHARS else error[: MAX_ERROR_CHARS - 1] + "…"
 
 
+# Parsing a stored target or cron (regexes, a croniter evaluation) is on every claim's path; both
+# are immutable, so one parse per distinct value is enough.
+_target = lru_cache(maxsize=4096)(Target.parse)
+
+
+@lru_cache(maxsize=4096)
+def _cron_trigger(expression: str, tz: str | None) -> Trigger:
+    return Trigger(cron=CronSchedule(expression, tz))
+
+
 def _trigger_of(item: dict[str, Any]) -> Trigger:
     if item["trigger_kind"]["S"] == "cron":
-        tz = item.get("tz", {}).get("S")
-        return Trigger(cron=CronSchedule(item["cron"]["S"], tz))
+        return _cron_trigger(item["cron"]["S"], item.get("tz", {}).get("S"))
     return Trigger(at=from_ms(int(item["scheduled_for"]["N"])))
 
 
@@ -608,7 +618,7 @@ class DynamoScheduleStore:
             max_attempts=int(item["max_attempts"]["N"]),
             lease_token=token,
             leased_until=from_ms(to_ms(until)),
-            target=Target.parse(item["target"]["S"]),
+            target=_target(item["target"]["S"]),
             trigger=_trigger_of(item),
             payload=bytes(item["payload"]["B"]),
             event_type=item["event_type"]["S"],
