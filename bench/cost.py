@@ -40,7 +40,6 @@ ERROR = "AWS.SimpleQueueService.NonExistentQueue: The specified queue does not e
 # (name, hash key, range key) of each index (table_definition)
 GSIS = (
     ("due-index", "due_shard", "due_at"),
-    ("list-index", "list_shard", "scheduled_for"),
     ("dead-letter-index", "dl_pk", "dead_lettered_at"),
 )
 
@@ -118,7 +117,6 @@ def new_item(payload: int, cron: bool) -> Item:
         "scheduled_for": n(now + 60_000),
         "due_shard": s("3"),
         "due_at": n(now + 60_000),
-        "list_shard": s("3"),
         "attempts": n(0),
         "max_attempts": n(5),
         "created_at": n(now),
@@ -128,7 +126,7 @@ def new_item(payload: int, cron: bool) -> Item:
     return item
 
 
-LEAVE = ("due_shard", "due_at", "list_shard", "leased_until", "lease_token")
+LEAVE = ("due_shard", "due_at", "leased_until", "lease_token")
 
 
 def claim(item: Item, attempt: int, t: int) -> tuple[Item, Step]:

@@ -405,3 +405,21 @@ def test_stored_instants_round_trip(store, clock, queue):
     msg = ScheduledMessage.delay(queue.target, at=clock.now() + timedelta(milliseconds=1))
     snap = store.insert(msg, clock.now())
     assert snap.scheduled_for == from_ms(1_796_205_600_001)
+
+
+def test_listing_orders_by_next_attempt_and_keeps_paused_out_of_reach(store, clients, clock, endpoint):
+    backing_off = ScheduledMessage.delay(missing_queue_target(endpoint.url), at=clock.now(), max_attempts=5)
+    later = ScheduledMessage.delay(missing_queue_target(endpoint.url), at=clock.now() + 3 * S)
+    paused = ScheduledMessage.delay(missing_queue_target(endpoint.url), at=clock.now() + 1 * S)
+    for m in (backing_off, later, paused):
+        store.insert(m, clock.now())
+    store.pause(paused.schedule_id)
+    worker = make_worker(store, clients, clock, retry_base_delay=5 * S, retry_max_delay=60 * S)
+    assert worker.run_once().retried == 1  # backing_off now waits 10 s
+    listed = store.list_pending()
+    assert [s.schedule_id for s in listed] == [paused.schedule_id, later.schedule_id, backing_off.schedule_id]
+    assert [s.next_attempt for s in listed] == [T0 + 1 * S, T0 + 3 * S, T0 + 10 * S]
+    clock.advance(3600)
+    assert store.find_due(clock.now(), 10) and paused.schedule_id not in {
+        e.schedule_id for e in store.find_due(clock.now(), 10)
+    }

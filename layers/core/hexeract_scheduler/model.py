@@ -273,6 +273,14 @@ class ScheduleSnapshot:
     dead_lettered_at: datetime | None = None
     leased_until: datetime | None = None
 
+    @property
+    def next_attempt(self) -> datetime:
+        """When a pending schedule is next attempted: its instant, or later while it is leased or
+        backing off after a failed attempt."""
+        if self.leased_until is not None and self.leased_until > self.scheduled_for:
+            return self.leased_until
+        return self.scheduled_for
+
     def to_json(self, *, dead_letter: bool = False) -> dict[str, Any]:
         """The documented JSON object (DESIGN §4); dead-letter listings add ``dead_lettered_at``."""
         out: dict[str, Any] = {

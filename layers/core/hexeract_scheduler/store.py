@@ -2,11 +2,12 @@
 
 Table layout (DESIGN §6). Key ``schedule_id`` (S). Instants are integer epoch milliseconds.
 
-* ``due-index`` (sparse, KEYS_ONLY): ``due_shard`` (S) + ``due_at`` (N). Only pending items carry
-  the keys. A claim sets ``due_at = leased_until``, so an expired lease makes the item due again
-  with no extra query; terminal and paused items drop the keys and leave the index.
-* ``list-index`` (sparse, KEYS_ONLY): ``list_shard`` (S) + ``scheduled_for`` (N), carried by pending
-  and paused items: the listing is a Query per shard, merged, never a Scan.
+* ``due-index`` (sparse, KEYS_ONLY): ``due_shard`` (S) + ``due_at`` (N). A pending item sits in
+  partition ``"<shard>"``, which workers query; a claim sets ``due_at = leased_until``, so an
+  expired lease makes the item due again with no extra query. A paused item sits in partition
+  ``"p<shard>"`` (due at its instant), which no worker queries. Terminal items drop the keys and
+  leave the index. The listing of pending and paused schedules is a Query per partition, merged:
+  never a Scan, and no second index to keep up (each index write is a write unit per change).
 * ``dead-letter-index`` (sparse, KEYS_ONLY): ``dl_pk`` (S, constant) + ``dead_lettered_at`` (N).
 
 Every step is one single-item conditional write (no transactions): half the cost of a
@@ -56,7 +57,7 @@ DEFAULT_SHARDS = 4
 MAX_SHARDS = 256
 META_ID = "#meta"
 DUE_INDEX = "due-index"
-LIST_INDEX = "list-index"
+PAUSED_PREFIX = "p"
 DEAD_LETTER_INDEX = "dead-letter-index"
 DEAD_LETTER_PK = "dead"
 CRASH_EXHAUSTED = "attempt budget exhausted by a crashed worker"
@@ -67,7 +68,7 @@ _SNAPSHOT_ATTRS = (
     "event_type, last_error, dead_lettered_at, leased_until"
 )
 # Removing these takes an item out of the due index, the listing, and fences any in-flight lease.
-_LEAVE_ACTIVE = "due_shard, due_at, list_shard, leased_until, lease_token"
+_LEAVE_ACTIVE = "due_shard, due_at, leased_until, lease_token"
 
 
 def table_definition(table_name: str = DEFAULT_TABLE) -> dict[str, Any]:
@@ -87,15 +88,12 @@ def table_definition(table_name: str = DEFAULT_TABLE) -> dict[str, Any]:
             {"AttributeName": "schedule_id", "AttributeType": "S"},
             {"AttributeName": "due_shard", "AttributeType": "S"},
             {"AttributeName": "due_at", "AttributeType": "N"},
-            {"AttributeName": "list_shard", "AttributeType": "S"},
-            {"AttributeName": "scheduled_for", "AttributeType": "N"},
             {"AttributeName": "dl_pk", "AttributeType": "S"},
             {"AttributeName": "dead_lettered_at", "AttributeType": "N"},
         ],
         "KeySchema": [{"AttributeName": "schedule_id", "KeyType": "HASH"}],
         "GlobalSecondaryIndexes": [
             gsi(DUE_INDEX, "due_shard", "due_at"),
-            gsi(LIST_INDEX, "list_shard", "scheduled_for"),
             gsi(DEAD_LETTER_INDEX, "dl_pk", "dead_lettered_at"),
         ],
     }
@@ -290,7 +288,6 @@ class DynamoScheduleStore:
             "scheduled_for": _n(to_ms(first)),
             "due_shard": _s(shard),
             "due_at": _n(to_ms(first)),
-            "list_shard": _s(shard),
             "attempts": _n(0),
             "max_attempts": _n(message.max_attempts),
             "created_at": _n(to_ms(now)),
@@ -338,16 +335,20 @@ class DynamoScheduleStore:
         """Pending → paused (True); anything else is left alone (False).
 
         Pausing drops the lease token, so an in-flight dispatch's ack is fenced off: that
-        occurrence is delivered again (same occurrence id) after resume, never lost.
+        occurrence is delivered again (same occurrence id) after resume, never lost. The item moves
+        to the due index's paused partition, which workers never query.
         """
         sid = parse_schedule_id(schedule_id)
         return self._lifecycle(
             sid,
-            "SET #st = :paused REMOVE due_shard, due_at, leased_until, lease_token",
+            "SET #st = :paused, due_shard = :parked, due_at = scheduled_for REMOVE leased_until, lease_token",
             "#st = :pending",
-            {":paused": _s("paused"), ":pending": _s("pending")},
+            {":paused": _s("paused"), ":pending": _s("pending"), ":parked": _s(self._paused_shard(sid))},
             f"pausing schedule {sid}",
         )
+
+    def _paused_shard(self, sid: uuid.UUID) -> str:
+        return f"{PAUSED_PREFIX}{shard_of(sid, self.shards)}"
 
     def resume(self, schedule_id: uuid.UUID | str, now: datetime) -> bool:
         """Paused → pending (True); not paused: no-op (False).
@@ -369,7 +370,7 @@ class DynamoScheduleStore:
         values: dict[str, Any] = {
             ":pending": _s("pending"),
             ":paused": _s("paused"),
-            ":shard": item["list_shard"],
+            ":shard": _s(str(shard_of(sid, self.shards))),
             ":old": _n(stored),
         }
         due = stored
@@ -400,7 +401,7 @@ class DynamoScheduleStore:
         shard = str(shard_of(sid, self.shards))
         changed = self._lifecycle(
             sid,
-            "SET #st = :pending, attempts = :zero, due_shard = :shard, list_shard = :shard, due_at = :now "
+            "SET #st = :pending, attempts = :zero, due_shard = :shard, due_at = :now "
             "REMOVE last_error, dead_lettered_at, dl_pk, leased_until, lease_token",
             "#st = :dead",
             {
@@ -455,17 +456,18 @@ class DynamoScheduleStore:
     # -- listings --------------------------------------------------------------------------
 
     def list_pending(self, limit: int = 50) -> list[ScheduleSnapshot]:
-        """Pending and paused schedules, soonest first: one Query per shard, merged, never a Scan."""
+        """Pending and paused schedules, soonest due first (the instant each is next attempted: its
+        scheduled instant, or the end of its lease or retry delay): one Query per due-index
+        partition, merged, never a Scan."""
         _check_limit(limit)
+        partitions = [str(s) for s in range(self.shards)] + [f"{PAUSED_PREFIX}{s}" for s in range(self.shards)]
 
         def entries(window: int) -> list[DueEntry]:
-            per_shard = [
-                self._query_keys(LIST_INDEX, "list_shard", str(s), window, forward=True) for s in range(self.shards)
-            ]
-            return list(heapq.merge(*per_shard, key=lambda e: (e.due_at_ms, str(e.schedule_id))))
+            per_partition = [self._query_keys(DUE_INDEX, "due_shard", p, window, forward=True) for p in partitions]
+            return list(heapq.merge(*per_partition, key=lambda e: (e.due_at_ms, str(e.schedule_id))))
 
         rows = self._listing(entries, limit, (ScheduleStatus.PENDING, ScheduleStatus.PAUSED))
-        return sorted(rows, key=lambda s: (s.scheduled_for, str(s.schedule_id)))
+        return sorted(rows, key=lambda s: (s.next_attempt, str(s.schedule_id)))
 
     def list_dead_letter(self, limit: int = 50) -> list[ScheduleSnapshot]:
         """Dead-lettered schedules, most recently dead-lettered first (a Query, never a Scan)."""
@@ -497,7 +499,7 @@ class DynamoScheduleStore:
             window *= 2
 
     def _query_keys(self, index: str, pk: str, value: str, limit: int, *, forward: bool) -> list[DueEntry]:
-        sort_key = {LIST_INDEX: "scheduled_for", DEAD_LETTER_INDEX: "dead_lettered_at", DUE_INDEX: "due_at"}[index]
+        sort_key = {DEAD_LETTER_INDEX: "dead_lettered_at", DUE_INDEX: "due_at"}[index]
         out: list[DueEntry] = []
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
