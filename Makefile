@@ -62,7 +62,7 @@ build-check:
 	  PYTHONPATH=../CoreLayer/python "$(PY312_BIN)/python3.12" -S -c 'import app; assert callable(app.lambda_handler)'
 	@echo "build-check: layer and handlers import under Python 3.12"
 
-# Everything on this machine: a moto endpoint in-process, a worker, a consumer, the CLI (~30 s).
+# Everything on this machine: a moto endpoint in-process, a worker, a consumer, the CLI (~20 s).
 # `make demo DEMO_ARGS=--keep` keeps the endpoint up until Ctrl-C.
 demo: $(STAMP)
 	$(BIN)/python -m demo $(DEMO_ARGS)
