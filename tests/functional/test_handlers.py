@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+import yaml
 from aws_lambda_powertools import Logger
 
 from hexeract_scheduler import ScheduledMessage, ScheduleStatus
@@ -304,3 +305,70 @@ def test_dead_letter_bad_input_raises_a_typed_error_and_changes_nothing(load, st
         assert "\n" not in str(info.value)
 
     assert table_items(clients, store) == before
+
+
+# -- IAM: moto does not enforce it, so check that each policy covers every call its handler makes --
+
+# API operations whose IAM action has another name.
+IAM_ACTION = {"sqs:SendMessageBatch": "sqs:SendMessage", "sns:PublishBatch": "sns:Publish"}
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """Every AWS operation made through boto3 while the test runs, as IAM actions."""
+    import botocore.client
+
+    seen: set[str] = set()
+    real = botocore.client.BaseClient._make_api_call
+
+    def recording(self: Any, operation_name: str, api_params: dict[str, Any]) -> Any:
+        action = f"{self.meta.service_model.signing_name}:{operation_name}"
+        seen.add(IAM_ACTION.get(action, action))
+        return real(self, operation_name, api_params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
+    return seen
+
+
+def policy_actions(policy: str) -> set[str]:
+    from ..test_template import CfnLoader
+
+    template = yaml.load((ROOT / "template.yaml").read_text(), Loader=CfnLoader)
+    out: set[str] = set()
+
+    def collect(stmt: Any) -> None:
+        if isinstance(stmt, dict) and "Fn::If" in stmt:
+            for branch in stmt["Fn::If"][1:]:
+                collect(branch)
+        elif isinstance(stmt, dict) and stmt.get("Effect") == "Allow":
+            out.update(stmt["Action"] if isinstance(stmt["Action"], list) else [stmt["Action"]])
+
+    for stmt in template["Resources"][policy]["Properties"]["PolicyDocument"]["Statement"]:
+        collect(stmt)
+    return out
+
+
+def test_the_dispatcher_policy_allows_every_call_the_dispatcher_makes(load, store, clients, calls, endpoint):
+    sns = clients.sns()
+    topic = sns.create_topic(Name=f"iam-{uuid.uuid4().hex[:8]}")["TopicArn"]
+    queue = clients.sqs().create_queue(QueueName=f"iam-{uuid.uuid4().hex[:8]}")
+    arn = clients.sqs().get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])
+    now = datetime.now(UTC)
+    for target in (f"sns:{topic}", f"sqs:{arn['Attributes']['QueueArn']}", f"sqs:{queue['QueueUrl']}"):
+        store.insert(ScheduledMessage.delay(target, at=now, max_attempts=1), now)
+    store.insert(ScheduledMessage.cron(f"sns:{topic}", "* * * * * *"), now)
+    calls.clear()  # only what the function itself does from its cold start on
+    app = load("dispatcher", store.table_name)
+    app.lambda_handler(event("dispatcher.json"), FakeContext(30_000))
+    assert {"dynamodb:Query", "dynamodb:UpdateItem", "sqs:SendMessage", "sns:Publish"} <= calls
+    assert calls <= policy_actions("DispatcherPolicy"), calls - policy_actions("DispatcherPolicy")
+
+
+def test_the_dead_letter_policy_allows_every_call_the_function_makes(load, store, dead_letter, calls):
+    dead, _ = dead_letter
+    calls.clear()
+    app = load("dead_letter", store.table_name)
+    app.lambda_handler(event("dead_letter_list.json"), FakeContext(30_000))
+    app.lambda_handler(event("dead_letter_replay.json", schedule_id=str(dead.schedule_id)), FakeContext(30_000))
+    assert {"dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"} <= calls
+    assert calls <= policy_actions("DeadLetterPolicy"), calls - policy_actions("DeadLetterPolicy")
