@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import itertools
 import logging
 import random
 import threading
@@ -464,7 +465,8 @@ class DynamoScheduleStore:
 
         def entries(window: int) -> list[DueEntry]:
             per_partition = [self._query_keys(DUE_INDEX, "due_shard", p, window, forward=True) for p in partitions]
-            return list(heapq.merge(*per_partition, key=lambda e: (e.due_at_ms, str(e.schedule_id))))
+            merged = heapq.merge(*per_partition, key=lambda e: (e.due_at_ms, str(e.schedule_id)))
+            return list(itertools.islice(merged, window))  # read only the items that can be listed
 
         rows = self._listing(entries, limit, (ScheduleStatus.PENDING, ScheduleStatus.PAUSED))
         return sorted(rows, key=lambda s: (s.next_attempt, str(s.schedule_id)))
