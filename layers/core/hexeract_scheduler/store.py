@@ -59,6 +59,7 @@ MAX_SHARDS = 256
 META_ID = "#meta"
 DUE_INDEX = "due-index"
 PAUSED_PREFIX = "p"
+CANDIDATES_PER_CLAIM = 4
 DEAD_LETTER_INDEX = "dead-letter-index"
 DEAD_LETTER_PK = "dead"
 CRASH_EXHAUSTED = "attempt budget exhausted by a crashed worker"
@@ -644,7 +645,11 @@ class DynamoScheduleStore:
         Entries whose budget a crashed worker exhausted are swept to dead-letter on the way.
         """
         shard_list = list(range(self.shards)) if shards is None else list(shards)
-        entries = self.find_due(now, limit, horizon=horizon, shards=shard_list, executor=executor)
+        # Keys-only index entries are tiny: reading a few batches' worth costs no more read units
+        # than one, and gives racing workers room to pick different items (below).
+        entries = self.find_due(
+            now, limit * CANDIDATES_PER_CLAIM, horizon=horizon, shards=shard_list, executor=executor
+        )
         now_ms = to_ms(now)
         due = [e for e in entries if e.due_at_ms <= now_ms]
         later = [e.due_at_ms for e in entries if e.due_at_ms > now_ms]
