@@ -110,6 +110,14 @@ def main() -> None:
     print(endpoint.url, flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    parent = os.getppid()
+
+    def watch_parent() -> None:  # a test run killed hard must not leave its endpoint behind
+        while not stop.wait(1.0):
+            if os.getppid() != parent:
+                stop.set()
+
+    threading.Thread(target=watch_parent, daemon=True).start()
     with contextlib.suppress(KeyboardInterrupt):
         stop.wait()
     endpoint.stop()
