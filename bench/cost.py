@@ -137,6 +137,15 @@ def claim(item: Item, attempt: int, t: int) -> tuple[Item, Step]:
     )
 
 
+def mark_failed(item: Item, retry_at: int) -> tuple[Item, Step]:
+    return apply(
+        item,
+        "mark_failed",
+        {"last_error": s(ERROR), "leased_until": n(retry_at), "due_at": n(retry_at)},
+        ("lease_token",),
+    )
+
+
 def scenario(kind: str, payload: int) -> dict[str, Any]:
     t = 1_767_225_660_123
     item, put = apply({}, "insert (PutItem)", new_item(payload, kind == "recurring"))
@@ -144,24 +153,14 @@ def scenario(kind: str, payload: int) -> dict[str, Any]:
     if kind == "retried once":
         item, st = claim(item, 1, t)
         steps.append(st)
-        item, st = apply(
-            item,
-            "mark_failed",
-            {"last_error": s(ERROR), "leased_until": n(t + 2_000), "due_at": n(t + 2_000)},
-            ("lease_token",),
-        )
+        item, st = mark_failed(item, t + 2_000)
         steps.append(st)
         t += 2_000
     if kind == "dead-lettered (5 attempts)":
         for a in range(1, 5):
             item, st = claim(item, a, t)
             steps.append(st)
-            item, st = apply(
-                item,
-                "mark_failed",
-                {"last_error": s(ERROR), "leased_until": n(t + 9), "due_at": n(t + 9)},
-                ("lease_token",),
-            )
+            item, st = mark_failed(item, t + 9)
             steps.append(st)
         item, st = claim(item, 5, t)
         steps.append(st)
