@@ -14,11 +14,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-test: $(STAMP)
+# dynalite, the second DynamoDB of the test suite (tests/conftest.py), pinned by
+# tools/dynalite/package-lock.json and installed there, never globally.
+DYNALITE := tools/dynalite/node_modules/dynalite/package.json
+
+$(DYNALITE): tools/dynalite/package.json tools/dynalite/package-lock.json
+	@command -v npm >/dev/null || { echo "make test needs Node.js and npm (for dynalite)" >&2; exit 1; }
+	npm ci --prefix tools/dynalite --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(DYNALITE)
+
+test: $(STAMP) $(DYNALITE)
 	$(BIN)/pytest
 
 # Full-size torture tests (racing workers, kill -9, sink faults): several minutes.
-torture: $(STAMP)
+torture: $(STAMP) $(DYNALITE)
 	$(BIN)/pytest -m torture -s tests/torture
 
 # Benchmarks against a local moto server; figures in bench/results/, summary in docs/benchmarks.md.
@@ -68,4 +77,4 @@ demo: $(STAMP)
 	$(BIN)/python -m demo $(DEMO_ARGS)
 
 clean:
-	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache tools/dynalite/node_modules

@@ -40,7 +40,7 @@ class MemoryDedupeStore:
 
 @dataclass(frozen=True)
 class Reminder:
-    """One received message: the payload (body) and the contract attributes (DESIGN §3)."""
+    """One received message: the payload (body) and the contract attributes (docs/contracts.md#message)."""
 
     source: str
     body: str

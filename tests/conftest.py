@@ -1,4 +1,10 @@
-"""Shared fixtures: one moto server over real HTTP for the session, a fresh table per test."""
+"""Shared fixtures: local endpoints over real HTTP for the session, a fresh table per test.
+
+Every test that talks to DynamoDB (through ``backend``, ``clients`` or ``store``) runs twice: on
+moto, and on dynalite, an independent DynamoDB that applies DynamoDB's request validation (moto
+accepts requests DynamoDB rejects) and atomic per-item writes. SQS and SNS are moto's in both runs.
+``pytest --backend moto`` (or ``dynalite``) runs one of them while iterating; ``make test`` runs both.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,9 @@ import itertools
 import os
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,25 +28,89 @@ os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 
 from hexeract_scheduler.aws import ClientFactory, Connection  # noqa: E402
 from hexeract_scheduler.clock import UTC, ManualClock  # noqa: E402
-from hexeract_scheduler.local import LocalEndpoint, spawn_local_endpoint  # noqa: E402
+from hexeract_scheduler.local import LocalEndpoint, spawn_dynalite, spawn_local_endpoint  # noqa: E402
 from hexeract_scheduler.sinks import Dispatcher  # noqa: E402
 from hexeract_scheduler.store import DynamoScheduleStore  # noqa: E402
 from hexeract_scheduler.worker import SchedulerWorker, SchedulerWorkerConfig  # noqa: E402
 
 _names = itertools.count()
 T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
+ROOT = Path(__file__).resolve().parents[1]
+DYNALITE_SERVER = ROOT / "tools" / "dynalite" / "serve.js"
+BACKENDS = ("moto", "dynalite")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        action="append",
+        choices=BACKENDS,
+        help="run the DynamoDB-facing tests on this backend only (repeatable; default: all of them)",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        chosen = metafunc.config.getoption("backend") or list(BACKENDS)
+        metafunc.parametrize("backend", chosen, indirect=True, scope="session")
 
 
 @pytest.fixture(scope="session")
 def endpoint() -> Iterator[LocalEndpoint]:
+    """moto: SQS and SNS for every test, and DynamoDB for the ``moto`` backend."""
     ep = spawn_local_endpoint()
     yield ep
     ep.stop()
 
 
+_dynalite: list[LocalEndpoint] = []
+
+
+def dynalite_endpoint(config: pytest.Config) -> LocalEndpoint:
+    """One dynalite for the whole session, started on first use and stopped at the session's end.
+
+    Not a fixture: pytest may tear a parametrised session fixture down and set it up again as it
+    reorders tests, and whatever it requested would go with it (a restarted endpoint on another
+    port, while clients built for the old one live on)."""
+    if not _dynalite:
+        _dynalite.append(spawn_dynalite(DYNALITE_SERVER))
+        config.add_cleanup(_dynalite[0].stop)
+    return _dynalite[0]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where DynamoDB is served for one run of the DynamoDB-facing tests (SQS/SNS: always moto)."""
+
+    name: str
+    aws_url: str  # moto
+    dynamodb_url: str
+    connection: Connection = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "connection",
+            Connection(endpoint_url=self.aws_url, service_endpoints=(("dynamodb", self.dynamodb_url),)),
+        )
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The standard endpoint variables, for processes (handlers, the console script) that
+        build their clients from the environment."""
+        return {"AWS_ENDPOINT_URL": self.aws_url, "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb_url}
+
+
 @pytest.fixture(scope="session")
-def clients(endpoint: LocalEndpoint) -> ClientFactory:
-    return ClientFactory(Connection(endpoint_url=endpoint.url))
+def backend(request: pytest.FixtureRequest, endpoint: LocalEndpoint) -> Backend:
+    if request.param == "moto":
+        return Backend("moto", endpoint.url, endpoint.url)
+    return Backend("dynalite", endpoint.url, dynalite_endpoint(request.config).url)
+
+
+@pytest.fixture(scope="session")
+def clients(backend: Backend) -> ClientFactory:
+    return ClientFactory(backend.connection)
 
 
 def unique(prefix: str) -> str:

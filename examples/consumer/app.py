@@ -38,7 +38,7 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 def reminder_of(record: SQSRecord) -> Reminder:
-    """The contract attributes (DESIGN §3) and the payload of one SQS record."""
+    """The contract attributes (docs/contracts.md#message) and the payload of one SQS record."""
 
     def attr(name: str) -> str:
         value = record.message_attributes[name]

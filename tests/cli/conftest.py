@@ -1,4 +1,8 @@
-"""Fixtures for the ``hexeract`` command line: click's runner against the session moto server."""
+"""Fixtures for the ``hexeract`` command line: click's runner against this run's endpoints.
+
+``--conn`` names the moto endpoint; in-process, the clients built for it send DynamoDB requests to
+the backend under test (moto or dynalite), as ``AWS_ENDPOINT_URL_DYNAMODB`` would in a process.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from click.testing import CliRunner, Result
 from hexeract_scheduler import cli
 from hexeract_scheduler.aws import ClientFactory
 from hexeract_scheduler.cli import main
-from hexeract_scheduler.local import LocalEndpoint
+
+from ..conftest import Backend
 
 Hexeract = Callable[..., Result]
 
@@ -20,17 +25,17 @@ _DEFAULT = "<this test's table>"
 
 
 @pytest.fixture
-def hexeract(endpoint: LocalEndpoint, request: pytest.FixtureRequest) -> Hexeract:
+def hexeract(backend: Backend, request: pytest.FixtureRequest, reuse_clients: None) -> Hexeract:
     """``hexeract("scheduler", "list", ...)``: runs the CLI in-process with ``--conn`` (the session
     endpoint) and ``--table`` (this test's table, created on first use) appended; pass ``conn=None``
     / ``table=None`` to leave one out."""
 
-    def run(*args: str, conn: str | None = endpoint.url, table: str | None = _DEFAULT, **kw: Any) -> Result:
+    def run(*args: str, conn: str | None = backend.aws_url, table: str | None = _DEFAULT, **kw: Any) -> Result:
         argv = list(args)
         if args and args[0] == "scheduler":
             if table == _DEFAULT:
                 # Only tests that reach the endpoint pay for a table.
-                table = request.getfixturevalue("store").table_name if conn == endpoint.url else "hexeract-schedules"
+                table = request.getfixturevalue("store").table_name if conn == backend.aws_url else "hexeract-schedules"
             if conn is not None:
                 argv += ["--conn", conn]
             if table is not None:
@@ -40,19 +45,28 @@ def hexeract(endpoint: LocalEndpoint, request: pytest.FixtureRequest) -> Hexerac
     return run
 
 
-_factories: dict[tuple[str | None, int], ClientFactory] = {}
+_factories: dict[tuple[Backend, str | None, int], ClientFactory] = {}
 
 
-@pytest.fixture(autouse=True)
-def reuse_clients(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def reuse_clients(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> None:
     """Each real invocation is its own process; in-process, building boto3 clients again for every
-    command (~150 ms each) would dominate the run time, so tests share one factory per endpoint."""
+    command (~150 ms each) would dominate the run time, so tests share one factory per endpoint.
+    The run's own endpoint gets the backend's connection (DynamoDB on the backend under test)."""
     real = cli.clients_for
 
     def cached(conn: str | None, *, retries: int = cli.CLI_RETRIES) -> ClientFactory:
-        key = (conn, retries)
+        key = (backend, conn, retries)
         if key not in _factories:
-            _factories[key] = real(conn, retries=retries)
+            factory = real(conn, retries=retries)
+            if conn == backend.aws_url:
+                factory = ClientFactory(
+                    backend.connection,
+                    connect_timeout=cli.CLI_CONNECT_TIMEOUT,
+                    read_timeout=cli.CLI_READ_TIMEOUT,
+                    retries=retries,
+                )
+            _factories[key] = factory
         return _factories[key]
 
     monkeypatch.setattr(cli, "clients_for", cached)

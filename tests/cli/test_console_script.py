@@ -38,8 +38,12 @@ def run_all(*commands: list[str], env: dict[str, str]) -> list[tuple[int, str, s
 
 
 @pytest.fixture
-def env(endpoint, store) -> dict[str, str]:
-    return {**os.environ, "HEXERACT_CONN": endpoint.url, "HEXERACT_TABLE": store.table_name}
+def env(backend, store) -> dict[str, str]:
+    """The console script in its own process: on moto through ``--conn``'s URL; on dynalite through
+    the standard per-service endpoint variables (``HEXERACT_CONN=aws``: boto3's own resolution)."""
+    if backend.name == "moto":
+        return {**os.environ, "HEXERACT_CONN": backend.aws_url, "HEXERACT_TABLE": store.table_name}
+    return {**os.environ, **backend.env, "HEXERACT_CONN": "aws", "HEXERACT_TABLE": store.table_name}
 
 
 def test_console_script_exit_codes_and_no_traceback(env, queue: Queue):

@@ -94,6 +94,7 @@ def test_lambda_consumer_is_idempotent_on_occurrence_id(clients):
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
+    ddb.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
     acted: list[str] = []
 
     def act(reminder: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hexeract_scheduler import ScheduledMessage, SchedulerWorker, SchedulerWorkerConfig, SystemClock
-from hexeract_scheduler.aws import ClientFactory, Connection
+from hexeract_scheduler.aws import ClientFactory
 from hexeract_scheduler.errors import RetryableError
 from hexeract_scheduler.sinks import Dispatcher
 from hexeract_scheduler.store import DynamoScheduleStore
@@ -22,7 +22,7 @@ from ..conftest import make_worker
 S = timedelta(seconds=1)
 
 
-def test_racing_workers_deliver_every_schedule(store, clients, queue, endpoint):
+def test_racing_workers_deliver_every_schedule(store, clients, queue, backend):
     """Four workers, each with its own clients, over HTTP against one endpoint: 300 due one-shots."""
     clock = SystemClock()
     n = 300
@@ -31,7 +31,7 @@ def test_racing_workers_deliver_every_schedule(store, clients, queue, endpoint):
 
     workers = []
     for _ in range(4):
-        own = ClientFactory(Connection(endpoint_url=endpoint.url))
+        own = ClientFactory(backend.connection)
         workers.append(
             SchedulerWorker(
                 DynamoScheduleStore(store.table_name, dynamodb=own.dynamodb()),
@@ -133,7 +133,7 @@ def test_throttling_is_retryable_and_the_loop_backs_off(store, clients, clock, q
                 {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}, "Query"
             )
 
-    client = ClientFactory(Connection(endpoint_url=clients.connection.endpoint_url), retries=1).dynamodb()
+    client = ClientFactory(clients.connection, retries=1).dynamodb()
     client.meta.events.register("before-call.dynamodb.Query", throttle)
     flaky = DynamoScheduleStore(store.table_name, dynamodb=client)
     with pytest.raises(RetryableError, match="ProvisionedThroughputExceeded"):
@@ -168,7 +168,7 @@ def test_an_error_on_one_claim_keeps_the_claims_that_landed(store, clients, cloc
         if params["Key"]["schedule_id"]["S"] == unlucky:
             raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "UpdateItem")
 
-    client = ClientFactory(Connection(endpoint_url=clients.connection.endpoint_url), retries=1).dynamodb()
+    client = ClientFactory(clients.connection, retries=1).dynamodb()
     client.meta.events.register("provide-client-params.dynamodb.UpdateItem", throttle_one)
     flaky = DynamoScheduleStore(store.table_name, dynamodb=client)
     batch = flaky.claim_due(clock.now(), timedelta(seconds=30), 10)

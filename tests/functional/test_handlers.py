@@ -29,13 +29,23 @@ from hexeract_scheduler.errors import ConfigError, HexeractError, NotReplayable,
 from hexeract_scheduler.lambda_ops import InvalidRequest
 from hexeract_scheduler.settings import ENV_VARS
 
-from ..conftest import make_worker
+from ..conftest import Backend, make_worker
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
 SERVICE = "hexeract-handler-tests"
 NAMESPACE = "HexeractTests"
-SUMMARY_KEYS = {"claimed", "dispatched", "retried", "dead_lettered", "swept", "lease_lost", "skipped"}
+SUMMARY_KEYS = {
+    "claimed",
+    "dispatched",
+    "rescheduled",
+    "retried",
+    "dead_lettered",
+    "swept",
+    "lease_lost",
+    "skipped",
+    "failed_cycles",
+}
 
 # Powertools keeps the first Logger configured for a service name, with the stream that was
 # sys.stdout then. Configure it here, outside any per-test capture, so no test leaves it a stream
@@ -79,9 +89,9 @@ def _restore_core_logger() -> Iterator[None]:
 
 
 @pytest.fixture
-def load(monkeypatch: pytest.MonkeyPatch, endpoint: Any) -> Iterator[Any]:
+def load(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> Iterator[Any]:
     """``load("dispatcher", store.table_name, RUN_SECONDS="2")``: the handler module, cold-started
-    with that table, moto's endpoint and these variables on top of fast test defaults."""
+    with that table, this run's endpoints and these variables on top of fast test defaults."""
     loaded: list[ModuleType] = []
 
     def _load(function: str, table: str, **env: str) -> ModuleType:
@@ -108,7 +118,8 @@ def load(monkeypatch: pytest.MonkeyPatch, endpoint: Any) -> Iterator[Any]:
         assert set(base) == set(ENV_VARS.values())
         for var, value in base.items():
             monkeypatch.setenv(var, value)
-        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint.url)
+        for var, value in backend.env.items():
+            monkeypatch.setenv(var, value)
         name = f"functions.{function}.app"
         module = importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
         loaded.append(module)
@@ -170,7 +181,7 @@ def test_dispatcher_delivers_due_schedules_and_returns_its_summary(load, store, 
     assert all(r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == NAMESPACE for r in records)
     assert sum(values(records, "Dispatched")) == 2
     lags = values(records, "DispatchLagMs")
-    # Delivered within about a second of being due (DESIGN §5), not at the next run.
+    # Delivered within about a second of being due (docs/contracts.md#lambda-functions), not at the next run.
     assert len(lags) == 2 and max(lags) < 1500, lags
     assert len(values(records, "InvocationDelayMs")) == 1  # from the sample event's scheduled_time
     assert all(r["service"] == SERVICE for r in records)

@@ -163,6 +163,7 @@ def due_index_empty(store: DynamoScheduleStore) -> bool:
 def worker_main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--endpoint", required=True)
+    p.add_argument("--dynamodb-endpoint", help="DynamoDB's endpoint, if not --endpoint's")
     p.add_argument("--table", required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--kill-after", type=int, default=0)
@@ -179,7 +180,8 @@ def worker_main(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
 
     rng = random.Random(args.seed)
-    clients = ClientFactory(Connection(endpoint_url=args.endpoint), retries=1)
+    dynamodb = (("dynamodb", args.dynamodb_endpoint),) if args.dynamodb_endpoint else ()
+    clients = ClientFactory(Connection(endpoint_url=args.endpoint, service_endpoints=dynamodb), retries=1)
     store = DynamoScheduleStore(args.table, dynamodb=clients.dynamodb())
     if args.kill_after:
         Crasher(args.kill_after, args.crash_log, args.kill_points.split(",")).install(clients)

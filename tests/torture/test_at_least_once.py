@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
-from hexeract_scheduler.aws import ClientFactory, Connection
-from hexeract_scheduler.local import LocalEndpoint
+from hexeract_scheduler.aws import ClientFactory
 from hexeract_scheduler.store import CRASH_EXHAUSTED
 
-from ..conftest import unique
+from ..conftest import Backend, unique
 from .harness import Consumer, run_workers, seed_schedules, verify
 
 # Short leases so a killed worker's occurrences come back quickly; the config rule
@@ -29,19 +28,24 @@ def _size(name: str, default: int) -> int:
     return int(os.environ.get(f"HEXERACT_TORTURE_{name}", default))
 
 
-def _clients(endpoint: LocalEndpoint) -> ClientFactory:
-    return ClientFactory(Connection(endpoint_url=endpoint.url))
+def _clients(backend: Backend) -> ClientFactory:
+    return ClientFactory(backend.connection)
 
 
-def _crash_run(
-    endpoint: LocalEndpoint, tmp_path: Path, *, n: int, processes: int, kills: int, seed: int, **opts: Any
-) -> None:
-    clients = _clients(endpoint)
+def _crash_run(backend: Backend, tmp_path: Path, *, n: int, processes: int, kills: int, seed: int, **opts: Any) -> None:
+    clients = _clients(backend)
     table = unique("torture-crash")
     seeded = seed_schedules(clients, table, n, seed)
     with Consumer(clients, seeded.queue_url) as consumer:
         report = run_workers(
-            endpoint.url, table, processes=processes, kills=kills, seed=seed, tmp=tmp_path, **(CRASHY | opts)
+            backend.aws_url,
+            table,
+            dynamodb_endpoint=backend.dynamodb_url,
+            processes=processes,
+            kills=kills,
+            seed=seed,
+            tmp=tmp_path,
+            **(CRASHY | opts),
         )
     verdict = verify(seeded, clients, consumer)
     print(
@@ -55,25 +59,32 @@ def _crash_run(
     assert set(verdict.dead_errors) <= {CRASH_EXHAUSTED, timeout}
 
 
-def test_fast_racing_and_kills(endpoint: LocalEndpoint, tmp_path: Path) -> None:
+def test_fast_racing_and_kills(backend: Backend, tmp_path: Path) -> None:
     """The subset `make test` runs: 2 processes, 200 occurrences, 3 kills early in the run."""
-    _crash_run(
-        endpoint, tmp_path, n=200, processes=2, kills=3, seed=11, kill_window=20, lease=2.0, dispatch_timeout=0.2
-    )
+    _crash_run(backend, tmp_path, n=200, processes=2, kills=3, seed=11, kill_window=20, lease=2.0, dispatch_timeout=0.2)
 
 
 @pytest.mark.torture
 @pytest.mark.timeout(1800)
-def test_racing_workers(endpoint: LocalEndpoint, tmp_path: Path) -> None:
+def test_racing_workers(backend: Backend, tmp_path: Path) -> None:
     """8 workers race for one backlog; no kills, long lease: exactly one delivery each."""
     n = _size("RACING_N", 1_000)
-    clients = _clients(endpoint)
+    clients = _clients(backend)
     table = unique("torture-race")
     t0 = time.monotonic()
     seeded = seed_schedules(clients, table, n, seed=1)
     seeded_s = time.monotonic() - t0
     with Consumer(clients, seeded.queue_url) as consumer:
-        report = run_workers(endpoint.url, table, processes=8, kills=0, seed=1, tmp=tmp_path, concurrency=4)
+        report = run_workers(
+            backend.aws_url,
+            table,
+            dynamodb_endpoint=backend.dynamodb_url,
+            processes=8,
+            kills=0,
+            seed=1,
+            tmp=tmp_path,
+            concurrency=4,
+        )
     verdict = verify(seeded, clients, consumer)
     print(
         f"\nracing: {n} schedules seeded in {seeded_s:.1f}s, drained by 8 processes in {report.seconds:.1f}s "
@@ -88,23 +99,32 @@ def test_racing_workers(endpoint: LocalEndpoint, tmp_path: Path) -> None:
 @pytest.mark.torture
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("seed", [101, 202, 303])
-def test_kill_minus_nine_at_random_points(endpoint: LocalEndpoint, tmp_path: Path, seed: int) -> None:
+def test_kill_minus_nine_at_random_points(backend: Backend, tmp_path: Path, seed: int) -> None:
     """≥ 50 kills across the three runs (20 each), restarted workers finish the job."""
-    _crash_run(endpoint, tmp_path, n=_size("CRASH_N", 500), processes=4, kills=20, seed=seed)
+    _crash_run(backend, tmp_path, n=_size("CRASH_N", 500), processes=4, kills=20, seed=seed)
 
 
 @pytest.mark.torture
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("point", ["claim.after", "send.after"])
-def test_crash_on_last_attempt_is_swept_to_dead_letter(endpoint: LocalEndpoint, tmp_path: Path, point: str) -> None:
+def test_crash_on_last_attempt_is_swept_to_dead_letter(backend: Backend, tmp_path: Path, point: str) -> None:
     """max_attempts=1 and a kill right after the claim (or the send): the budget is spent, so the
     next worker sweeps the schedule to dead-letter once the lease expires; the rest are delivered."""
-    clients = _clients(endpoint)
+    clients = _clients(backend)
     table = unique("torture-last")
     seeded = seed_schedules(clients, table, 30, seed=7, max_attempts=1)
     with Consumer(clients, seeded.queue_url) as consumer:
         report = run_workers(
-            endpoint.url, table, processes=1, kills=1, seed=7, tmp=tmp_path, kill_window=1, kill_points=point, **CRASHY
+            backend.aws_url,
+            table,
+            dynamodb_endpoint=backend.dynamodb_url,
+            processes=1,
+            kills=1,
+            seed=7,
+            tmp=tmp_path,
+            kill_window=1,
+            kill_points=point,
+            **CRASHY,
         )
     verdict = verify(seeded, clients, consumer)
     print(f"\nlast attempt, kill at {point}: {verdict.line()}")

@@ -8,22 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from hexeract_scheduler.aws import ClientFactory, Connection
-from hexeract_scheduler.local import LocalEndpoint
+from hexeract_scheduler.aws import ClientFactory
 from hexeract_scheduler.store import CRASH_EXHAUSTED
 
-from ..conftest import unique
+from ..conftest import Backend, unique
 from .harness import INJECTED, Consumer, run_workers, seed_schedules, verify
 
 
-def _fault_run(endpoint: LocalEndpoint, tmp_path: Path, *, n: int, processes: int, seed: int) -> None:
-    clients = ClientFactory(Connection(endpoint_url=endpoint.url))
+def _fault_run(backend: Backend, tmp_path: Path, *, n: int, processes: int, seed: int) -> None:
+    clients = ClientFactory(backend.connection)
     table = unique("torture-faults")
     seeded = seed_schedules(clients, table, n, seed, max_attempts=4)
     with Consumer(clients, seeded.queue_url) as consumer:
         report = run_workers(
-            endpoint.url,
+            backend.aws_url,
             table,
+            dynamodb_endpoint=backend.dynamodb_url,
             processes=processes,
             kills=0,
             seed=seed,
@@ -60,11 +60,11 @@ def _fault_run(endpoint: LocalEndpoint, tmp_path: Path, *, n: int, processes: in
 
 @pytest.mark.torture
 @pytest.mark.timeout(600)
-def test_small_sink_faults_and_throttling(endpoint: LocalEndpoint, tmp_path: Path) -> None:
-    _fault_run(endpoint, tmp_path, n=200, processes=2, seed=5)
+def test_small_sink_faults_and_throttling(backend: Backend, tmp_path: Path) -> None:
+    _fault_run(backend, tmp_path, n=200, processes=2, seed=5)
 
 
 @pytest.mark.torture
 @pytest.mark.timeout(1800)
-def test_sink_faults_and_throttling(endpoint: LocalEndpoint, tmp_path: Path) -> None:
-    _fault_run(endpoint, tmp_path, n=int(os.environ.get("HEXERACT_TORTURE_FAULTS_N", 600)), processes=4, seed=55)
+def test_sink_faults_and_throttling(backend: Backend, tmp_path: Path) -> None:
+    _fault_run(backend, tmp_path, n=int(os.environ.get("HEXERACT_TORTURE_FAULTS_N", 600)), processes=4, seed=55)

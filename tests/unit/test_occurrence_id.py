@@ -1,4 +1,4 @@
-"""OccurrenceId must match hexeract bit for bit: every shared vector is checked."""
+"""OccurrenceId must match hexeract bit for bit: every vector in tests/data is checked."""
 
 from __future__ import annotations
 
@@ -12,27 +12,12 @@ import pytest
 from hexeract_scheduler import OccurrenceId
 from hexeract_scheduler.occurrence import epoch_offset_ns
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "occurrence_id_vectors.json"
-VENDORED = REPO / "tests" / "data" / "occurrence_id_vectors.json"
+# Computed with the Rust `uuid` crate, as hexeract derives them (docs/contracts.md#occurrence-id).
+VECTORS_FILE = Path(__file__).resolve().parents[1] / "data" / "occurrence_id_vectors.json"
+VECTORS = json.loads(VECTORS_FILE.read_text())["vectors"]
 
 
-def _vectors_file() -> Path:
-    # The shared file is the reference (CI lays ../shared beside the clone); the vendored copy
-    # keeps a bare clone testable, and is checked against the shared file whenever both exist.
-    return SHARED if SHARED.exists() else VENDORED
-
-
-VECTORS = json.loads(_vectors_file().read_text())["vectors"]
-
-
-def test_the_vendored_vectors_match_the_shared_ones():
-    if not SHARED.exists():
-        pytest.skip("../shared is not beside this checkout")
-    assert json.loads(VENDORED.read_text()) == json.loads(SHARED.read_text())
-
-
-def test_the_shared_vectors_are_there():
+def test_the_vectors_are_there():
     assert len(VECTORS) >= 12
 
 

@@ -95,6 +95,12 @@ class Connection:
 
     endpoint_url: str | None = None
     region: str | None = None
+    # (service, URL) pairs that override ``endpoint_url`` for one service, e.g. DynamoDB served by
+    # one local endpoint and SQS/SNS by another.
+    service_endpoints: tuple[tuple[str, str], ...] = ()
+
+    def endpoint_for(self, service: str) -> str | None:
+        return dict(self.service_endpoints).get(service, self.endpoint_url)
 
     @classmethod
     def parse(cls, text: str | None) -> Connection:
@@ -148,8 +154,9 @@ class ClientFactory:
     def _make(self, service: str, region: str | None) -> Any:
         kwargs: dict[str, Any] = {"config": self._config}
         conn = self.connection
-        if conn.endpoint_url:
-            kwargs["endpoint_url"] = conn.endpoint_url
+        endpoint_url = conn.endpoint_for(service)
+        if endpoint_url:
+            kwargs["endpoint_url"] = endpoint_url
             kwargs["region_name"] = region or conn.region or self._session.region_name or LOCAL_REGION
             creds = self._session.get_credentials()
             if creds is None:

@@ -1,4 +1,4 @@
-"""The ``hexeract`` command line (DESIGN §4).
+"""The ``hexeract`` command line (docs/contracts.md#command-line; the full reference is docs/cli.md).
 
 ::
 

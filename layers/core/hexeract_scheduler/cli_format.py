@@ -1,6 +1,6 @@
 """Text and JSON renderings of schedules for the ``hexeract`` command line.
 
-JSON is the documented contract (DESIGN §4): an array of ``ScheduleSnapshot.to_json()`` objects.
+JSON is the documented contract (docs/contracts.md#command-line): an array of ``ScheduleSnapshot.to_json()`` objects.
 Text is for people: an aligned table, or ``key: value`` lines for one schedule. The payload is
 never shown.
 """

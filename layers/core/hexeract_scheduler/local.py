@@ -15,12 +15,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 
 @dataclass
@@ -38,6 +41,8 @@ class LocalEndpoint:
         if self.thread is not None:
             self.thread.join(timeout=5)
         if self.process is not None:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
             self.process.terminate()
             try:
                 self.process.wait(timeout=10)
@@ -85,6 +90,32 @@ def spawn_local_endpoint(*, serialize: bool = True, timeout: float = 30.0) -> Lo
     """
     args = [sys.executable, "-m", "hexeract_scheduler.local"] + ([] if serialize else ["--concurrent"])
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return LocalEndpoint(_first_line(process, timeout, "moto"), process=process)
+
+
+def spawn_dynalite(server_js: str | os.PathLike[str], *, timeout: float = 30.0) -> LocalEndpoint:
+    """dynalite (a DynamoDB implementation in Node.js that applies DynamoDB's request validation)
+    on a free 127.0.0.1 port, in a child process; ``server_js`` is the repository's
+    ``tools/dynalite/serve.js`` (``make test`` installs dynalite beside it).
+
+    The child reads our end of a pipe on its stdin and exits when it closes, so it dies with this
+    process even on ``kill -9``.
+    """
+    if shutil.which("node") is None:
+        raise RuntimeError("dynalite needs Node.js: `node` is not on PATH")
+    if not (Path(server_js).parent / "node_modules" / "dynalite").is_dir():
+        raise RuntimeError(f"dynalite is not installed beside {server_js}: run `make test` (it runs npm ci there)")
+    # stderr to a file, not a pipe: nobody reads it while the server runs, and a full pipe would
+    # block the server.
+    with tempfile.TemporaryFile("w+") as errors:
+        process = subprocess.Popen(
+            ["node", str(server_js)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True
+        )
+        return LocalEndpoint(_first_line(process, timeout, "dynalite", errors), process=process)
+
+
+def _first_line(process: subprocess.Popen[str], timeout: float, what: str, errors: IO[str] | None = None) -> str:
+    """The URL a child endpoint prints once it listens (or kill it and say why it did not)."""
     assert process.stdout is not None
     ready: list[str] = []
     reader = threading.Thread(target=lambda: ready.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
@@ -93,8 +124,13 @@ def spawn_local_endpoint(*, serialize: bool = True, timeout: float = 30.0) -> Lo
     line = ready[0].strip() if ready else ""
     if not line.startswith("http://"):
         process.kill()
-        raise RuntimeError(f"the local endpoint did not start (got {line!r})")
-    return LocalEndpoint(line, process=process)
+        process.wait()
+        err = ""
+        if errors is not None:
+            errors.seek(0)
+            err = errors.read().strip()[-500:]
+        raise RuntimeError(f"the local {what} endpoint did not start (got {line!r}) {err}".strip())
+    return line
 
 
 def main() -> None:

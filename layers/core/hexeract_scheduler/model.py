@@ -282,7 +282,8 @@ class ScheduleSnapshot:
         return self.scheduled_for
 
     def to_json(self, *, dead_letter: bool = False) -> dict[str, Any]:
-        """The documented JSON object (DESIGN §4); dead-letter listings add ``dead_lettered_at``."""
+        """The documented JSON object (docs/contracts.md#command-line); dead-letter listings add
+        ``dead_lettered_at``."""
         out: dict[str, Any] = {
             "schedule_id": str(self.schedule_id),
             "status": self.status.label,

@@ -24,11 +24,13 @@ MAX_LAG_VALUES = 100
 COUNT_METRICS = {
     "Claimed": "claimed",
     "Dispatched": "dispatched",
+    "Rescheduled": "rescheduled",
     "Retried": "retried",
     "DeadLettered": "dead_lettered",
     "Swept": "swept",
     "LeaseLost": "lease_lost",
     "Skipped": "skipped",
+    "FailedCycles": "failed_cycles",
 }
 LAG_METRIC = "DispatchLagMs"
 INVOCATION_DELAY_METRIC = "InvocationDelayMs"

@@ -3,7 +3,7 @@
 Every variable is declared once, in ``template.yaml`` ``Globals.Function.Environment.Variables``;
 nothing else in the package reads the environment. A bad value raises :class:`ConfigError` with
 one line naming the variable, so a misconfigured deployment fails at its first invocation with a
-message that says what to fix (DESIGN §5).
+message that says what to fix (docs/contracts.md#lambda-functions).
 
 Coverage arithmetic (docs/deploy.md). EventBridge Scheduler starts the dispatcher every
 ``DISPATCH_PERIOD_MINUTES``, but even with its flexible window off it only promises to invoke

@@ -1,7 +1,7 @@
 """Sinks: deliver claimed occurrences to SQS and SNS in batches of up to ten.
 
 Each message carries the payload byte-for-byte as its body and the five contract attributes
-(DESIGN §3). FIFO queues and topics get ``MessageDeduplicationId`` = occurrence id and
+(docs/contracts.md#message). FIFO queues and topics get ``MessageDeduplicationId`` = occurrence id and
 ``MessageGroupId`` = the target's group (default: the schedule id). A failed entry in a batch is
 that occurrence's failure only; a failed request fails every entry it carried. Sink errors never
 propagate: they become the ``last_error`` of the attempts they failed, cause first.
@@ -152,9 +152,10 @@ class SnsSink:
 class Dispatcher:
     """Routes occurrences to the sink of their target, batches per target, sends concurrently.
 
-    A batch not answered within ``timeout`` seconds counts as failed for all of its entries (DESIGN
-    §7: a dispatch over ``dispatch_timeout`` is a failed attempt). The request itself may still land
-    later: that is a duplicate, which the occurrence id lets consumers drop.
+    A batch not answered within ``timeout`` seconds counts as failed for all of its entries (a
+    dispatch over ``dispatch_timeout`` is a failed attempt, docs/contracts.md#hexeract-semantics).
+    The request itself may still land later: that is a duplicate, which the occurrence id lets
+    consumers drop.
     """
 
     def __init__(self, sinks: dict[str, Sink]) -> None:

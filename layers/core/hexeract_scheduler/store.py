@@ -1,6 +1,6 @@
 """DynamoScheduleStore: schedules in one DynamoDB table, claimed with conditional writes.
 
-Table layout (DESIGN §6). Key ``schedule_id`` (S). Instants are integer epoch milliseconds.
+Table layout (docs/contracts.md#table-layout). Key ``schedule_id`` (S). Instants are integer epoch milliseconds.
 
 * ``due-index`` (sparse, KEYS_ONLY): ``due_shard`` (S) + ``due_at`` (N). A pending item sits in
   partition ``"<shard>"``, which workers query; a claim sets ``due_at = leased_until``, so an
@@ -22,6 +22,7 @@ import heapq
 import itertools
 import logging
 import random
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -69,6 +70,10 @@ _SNAPSHOT_ATTRS = (
     "schedule_id, #st, scheduled_for, attempts, max_attempts, trigger_kind, cron, tz, target, "
     "event_type, last_error, dead_lettered_at, leased_until"
 )
+# What a refused claim needs to know to tell a lost race from a budget crashed workers used up.
+_REFUSAL_ATTRS = "#st, attempts, max_attempts, leased_until"
+# Name placeholders: ``status`` is a DynamoDB reserved word.
+_ATTRIBUTE_NAMES = {"#st": "status"}
 # Removing these takes an item out of the due index, the listing, and fences any in-flight lease.
 _LEAVE_ACTIVE = "due_shard, due_at, leased_until, lease_token"
 
@@ -99,6 +104,13 @@ def table_definition(table_name: str = DEFAULT_TABLE) -> dict[str, Any]:
             gsi(DEAD_LETTER_INDEX, "dl_pk", "dead_lettered_at"),
         ],
     }
+
+
+def _names(*expressions: str) -> dict[str, Any]:
+    """``ExpressionAttributeNames`` holding exactly the placeholders these expressions use, or no
+    such parameter at all: DynamoDB rejects an empty map and an unused name (moto accepts both)."""
+    used = {k: v for k, v in _ATTRIBUTE_NAMES.items() if any(re.search(rf"{k}\b", e) for e in expressions)}
+    return {"ExpressionAttributeNames": used} if used else {}
 
 
 def shard_of(schedule_id: uuid.UUID, shards: int) -> int:
@@ -318,7 +330,7 @@ class DynamoScheduleStore:
                 Key=_key(sid),
                 ConsistentRead=True,
                 ProjectionExpression=_SNAPSHOT_ATTRS,
-                ExpressionAttributeNames={"#st": "status"},
+                **_names(_SNAPSHOT_ATTRS),
             )
         return snapshot_of(got["Item"]) if "Item" in got else None
 
@@ -431,29 +443,12 @@ class DynamoScheduleStore:
     ) -> Any:
         """A conditional update on an existing schedule: True if applied, else False (or, with
         ``return_old``, the status that refused it). Unknown id → ScheduleNotFound."""
-        with aws_errors(what):
-            try:
-                self.client.update_item(
-                    TableName=self.table_name,
-                    Key=_key(sid),
-                    UpdateExpression=update,
-                    ConditionExpression=f"attribute_exists(schedule_id) AND ({condition})",
-                    ExpressionAttributeNames={"#st": "status"},
-                    ExpressionAttributeValues=values,
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
-                return True
-            except ClientError as exc:
-                if error_code(exc) != "ConditionalCheckFailedException":
-                    raise
-                old: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
-                if old is None:
-                    old = self.client.get_item(TableName=self.table_name, Key=_key(sid), ConsistentRead=True).get(
-                        "Item"
-                    )
-                if not old:
-                    raise ScheduleNotFound(sid) from None
-                return old["status"]["S"] if return_old else False
+        result = self._update(sid, update, f"attribute_exists(schedule_id) AND ({condition})", values, what, old="#st")
+        if result.applied:
+            return True
+        if result.item is None:
+            raise ScheduleNotFound(sid)
+        return result.item["status"]["S"] if return_old else False
 
     # -- listings --------------------------------------------------------------------------
 
@@ -532,7 +527,7 @@ class DynamoScheduleStore:
                     "Keys": keys,
                     "ConsistentRead": True,
                     "ProjectionExpression": _SNAPSHOT_ATTRS,
-                    "ExpressionAttributeNames": {"#st": "status"},
+                    **_names(_SNAPSHOT_ATTRS),
                 }
             }
             with aws_errors("reading schedules"):
@@ -588,34 +583,26 @@ class DynamoScheduleStore:
         now_ms = to_ms(now)
         until = now + lease
         token = uuid.uuid4().hex
-        with aws_errors(f"claiming schedule {schedule_id}"):
-            try:
-                resp = self.client.update_item(
-                    TableName=self.table_name,
-                    Key=_key(schedule_id),
-                    UpdateExpression=(
-                        "SET attempts = attempts + :one, leased_until = :until, due_at = :until, lease_token = :tok"
-                    ),
-                    ConditionExpression=(
-                        "#st = :pending AND due_at <= :now AND attempts < max_attempts "
-                        "AND (attribute_not_exists(leased_until) OR leased_until <= :now)"
-                    ),
-                    ExpressionAttributeNames={"#st": "status"},
-                    ExpressionAttributeValues={
-                        ":one": _n(1),
-                        ":until": _n(to_ms(until)),
-                        ":tok": _s(token),
-                        ":pending": _s("pending"),
-                        ":now": _n(now_ms),
-                    },
-                    ReturnValues="ALL_NEW",
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
-            except ClientError as exc:
-                if error_code(exc) != "ConditionalCheckFailedException":
-                    raise
-                return _refusal(exc.response.get("Item"), now_ms)  # type: ignore[arg-type]
-        item = resp["Attributes"]
+        result = self._update(
+            schedule_id,
+            "SET attempts = attempts + :one, leased_until = :until, due_at = :until, lease_token = :tok",
+            "#st = :pending AND due_at <= :now AND attempts < max_attempts "
+            "AND (attribute_not_exists(leased_until) OR leased_until <= :now)",
+            {
+                ":one": _n(1),
+                ":until": _n(to_ms(until)),
+                ":tok": _s(token),
+                ":pending": _s("pending"),
+                ":now": _n(now_ms),
+            },
+            f"claiming schedule {schedule_id}",
+            old=_REFUSAL_ATTRS,
+            return_new=True,
+        )
+        if not result.applied:
+            return _refusal(result.item, now_ms)
+        item = result.item
+        assert item is not None
         return LeasedOccurrence(
             schedule_id=schedule_id,
             scheduled_for=from_ms(int(item["scheduled_for"]["N"])),
@@ -719,7 +706,7 @@ class DynamoScheduleStore:
     def mark_delivered(self, occ: LeasedOccurrence) -> bool:
         return self._fenced(
             occ.schedule_id,
-            f"SET #st = :delivered REMOVE {_LEAVE_ACTIVE}, last_error",
+            f"SET #st = :delivered REMOVE {_LEAVE_ACTIVE}",
             "lease_token = :tok",
             {":delivered": _s("delivered"), ":tok": _s(occ.lease_token)},
             "acking delivery of",
@@ -766,21 +753,69 @@ class DynamoScheduleStore:
         )
 
     def _fenced(self, sid: uuid.UUID, update: str, condition: str, values: dict[str, Any], what: str) -> bool:
-        with aws_errors(f"{what} schedule {sid}"):
+        return self._update(sid, update, condition, values, f"{what} schedule {sid}").applied
+
+    def _update(
+        self,
+        sid: uuid.UUID,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+        what: str,
+        *,
+        old: str | None = None,
+        return_new: bool = False,
+    ) -> UpdateResult:
+        """The one conditional UpdateItem every state change goes through.
+
+        ``ExpressionAttributeNames`` is sent only when an expression uses a name placeholder:
+        DynamoDB rejects an empty map (moto does not). With ``old`` (a projection), a refused
+        update also returns the item as it stands, so the caller can tell why it was refused:
+        DynamoDB hands back the item that failed the condition (``ALL_OLD``); an endpoint that
+        does not (dynalite) gets a consistent read instead, which may be newer than the refusal —
+        every decision taken from it is itself a conditional write, so that is safe.
+        """
+        request: dict[str, Any] = {
+            "TableName": self.table_name,
+            "Key": _key(sid),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+            **_names(update, condition),
+        }
+        if return_new:
+            request["ReturnValues"] = "ALL_NEW"
+        if old is not None:
+            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        with aws_errors(what):
             try:
-                self.client.update_item(
-                    TableName=self.table_name,
-                    Key=_key(sid),
-                    UpdateExpression=update,
-                    ConditionExpression=condition,
-                    ExpressionAttributeNames={"#st": "status"} if "#st" in update + condition else {},
-                    ExpressionAttributeValues=values,
-                )
-                return True
+                resp = self.client.update_item(**request)
+                return UpdateResult(True, resp.get("Attributes") if return_new else None)
             except ClientError as exc:
-                if error_code(exc) == "ConditionalCheckFailedException":
-                    return False
-                raise
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise
+                if old is None:
+                    return UpdateResult(False, None)
+                item: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
+                if item is None:
+                    got = self.client.get_item(
+                        TableName=self.table_name,
+                        Key=_key(sid),
+                        ConsistentRead=True,
+                        ProjectionExpression=old,
+                        **_names(old),
+                    )
+                    item = got.get("Item")
+                return UpdateResult(False, item or None)
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateResult:
+    """A conditional update's outcome: ``item`` is the new item (applied, if asked for) or the item
+    as it stood (refused, if asked for; None when there is no such item)."""
+
+    applied: bool
+    item: dict[str, Any] | None
 
 
 class ClaimRefusal(enum.Enum):

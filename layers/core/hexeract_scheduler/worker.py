@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any
 
-from .clock import Clock, SystemClock, from_ms, to_ms
-from .errors import ConfigError, EndpointUnreachable, HexeractError, RetryableError
+from .clock import Clock, SystemClock, from_ms, rfc3339, to_ms
+from .errors import ConfigError, EndpointUnreachable, HexeractError, RetryableError, TableMissing
 from .model import LeasedOccurrence
 from .sinks import Dispatcher, Outcome
 from .store import DynamoScheduleStore, map_concurrently
@@ -25,7 +25,7 @@ MAX_UNREACHABLE_IN_ROW = 5
 
 @dataclass(frozen=True)
 class SchedulerWorkerConfig:
-    """hexeract's worker settings, with its defaults and its validation (DESIGN §7).
+    """hexeract's worker settings, with its defaults and its validation (docs/contracts.md#hexeract-semantics).
 
     Invariant: ``lease >= batch_size * dispatch_timeout``. A claimed batch is settled (sent and
     acked) while its lease holds; if the lease could expire mid-batch, another worker would claim
@@ -61,10 +61,17 @@ class SchedulerWorkerConfig:
             raise ConfigError(
                 f"retry_max_delay ({self.retry_max_delay}) must be >= retry_base_delay ({self.retry_base_delay})"
             )
-        if self.lease < self.dispatch_timeout * self.batch_size:
+        try:
+            batch_time = self.dispatch_timeout * self.batch_size
+        except OverflowError:
+            raise ConfigError(
+                f"batch_size ({self.batch_size}) x dispatch_timeout ({self.dispatch_timeout}) is too large a duration; "
+                f"the lease must cover a whole batch"
+            ) from None
+        if self.lease < batch_time:
             raise ConfigError(
                 f"lease ({self.lease}) must cover a whole batch: >= batch_size ({self.batch_size}) x "
-                f"dispatch_timeout ({self.dispatch_timeout}) = {self.dispatch_timeout * self.batch_size}"
+                f"dispatch_timeout ({self.dispatch_timeout}) = {batch_time}"
             )
         if self.shards is not None and (
             not self.shards or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.shards)
@@ -87,18 +94,24 @@ def retry_delay(attempts: int, config: SchedulerWorkerConfig, rng: random.Random
 class CycleSummary:
     """Counts for one poll cycle (or, summed, for a whole run).
 
+    ``dispatched``: sent and acknowledged; of these, ``rescheduled`` moved a cron schedule on to its
+    next occurrence (the others were final deliveries).
     ``lease_lost``: acks refused by the fence, the occurrence belongs to another worker now.
     ``skipped``: claimed, but the lease had already expired before dispatch, so not sent.
+    ``failed_cycles``: cycles that ended on an error other than a transient AWS one (logged with
+    its cause; the loop went on).
     """
 
     claimed: int = 0
     dispatched: int = 0
+    rescheduled: int = 0
     retried: int = 0
     dead_lettered: int = 0
     swept: int = 0
     lease_lost: int = 0
     skipped: int = 0
     lost_claims: int = 0
+    failed_cycles: int = 0
     cycles: int = 0
     lag_ms: list[int] = field(default_factory=list)
     next_due_ms: int | None = None
@@ -108,12 +121,14 @@ class CycleSummary:
         for name in (
             "claimed",
             "dispatched",
+            "rescheduled",
             "retried",
             "dead_lettered",
             "swept",
             "lease_lost",
             "skipped",
             "lost_claims",
+            "failed_cycles",
             "cycles",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -122,15 +137,17 @@ class CycleSummary:
             self.lag_ms.extend(other.lag_ms[:room])
 
     def as_dict(self) -> dict[str, int]:
-        """The Lambda's documented summary (DESIGN §5), plus the fence and skip counts."""
+        """The dispatcher's summary (docs/contracts.md#lambda-functions)."""
         return {
             "claimed": self.claimed,
             "dispatched": self.dispatched,
+            "rescheduled": self.rescheduled,
             "retried": self.retried,
             "dead_lettered": self.dead_lettered,
             "swept": self.swept,
             "lease_lost": self.lease_lost,
             "skipped": self.skipped,
+            "failed_cycles": self.failed_cycles,
         }
 
 
@@ -236,8 +253,9 @@ class SchedulerWorker:
                 summary.lease_lost += 1
                 log.info("lease lost before ack; another worker owns the occurrence", extra=_keys(occ))
                 continue
-            if kind == "dispatched":
+            if kind in ("dispatched", "rescheduled"):
                 summary.dispatched += 1
+                summary.rescheduled += kind == "rescheduled"
                 summary.lag_ms.append(to_ms(sent_at.get(occ.lease_token, now)) - to_ms(occ.scheduled_for))
             elif kind == "retried":
                 summary.retried += 1
@@ -252,7 +270,10 @@ class SchedulerWorker:
             if outcome is None:
                 nxt = occ.trigger.next_after(max(now, occ.scheduled_for))
                 if nxt is not None:
-                    return "dispatched", self.store.reschedule(occ, nxt)
+                    applied = self.store.reschedule(occ, nxt)
+                    if applied:
+                        log.info("rescheduled: next occurrence at %s", rfc3339(nxt), extra=_keys(occ))
+                    return "rescheduled", applied
                 return "dispatched", self.store.mark_delivered(occ)
             if occ.is_exhausted:
                 log.warning("dead-lettered after %d attempts: %s", occ.attempt, outcome, extra=_keys(occ))
@@ -276,7 +297,11 @@ class SchedulerWorker:
         A cycle starts only if a whole batch (``dispatch_timeout``) still fits before the deadline.
         Between cycles: ``min_cycle_delay`` when a full batch was claimed (there may be more), else
         sleep until the next due instant seen in the look-ahead, or ``poll_interval`` at most.
-        Throttling and transient AWS errors back off and retry; anything else propagates.
+        Throttling and transient AWS errors back off and retry. Any other failure of a cycle is
+        logged with its cause and the loop goes on after ``poll_interval`` (as hexeract's does): in a
+        Lambda run, one bad item or request must not leave every other schedule undelivered until
+        the next run. Only configuration errors (a missing table, an incoherent setting) and an
+        endpoint that stays unreachable end the loop, since no later cycle can do better.
         """
         cfg = self.config
         total = CycleSummary()
@@ -300,6 +325,15 @@ class SchedulerWorker:
                 log.warning("transient AWS error, backing off %.2fs: %s", pause, exc)
                 self._sleep(pause, deadline)
                 total.cycles += 1
+                continue
+            except (ConfigError, TableMissing):
+                raise
+            except Exception:
+                errors_in_row = 0
+                log.exception("poll cycle failed, going on after poll_interval")
+                total.cycles += 1
+                total.failed_cycles += 1
+                self._sleep(cfg.poll_interval.total_seconds(), deadline)
                 continue
             total.add(cycle)
             if cycle.more_due or (cycle.claimed and cycle.claimed == cfg.batch_size):
