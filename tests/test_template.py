@@ -284,7 +284,7 @@ def test_targets_come_from_parameters_and_the_demo_resources(template):
 def test_alarms_watch_metrics_the_dispatcher_emits(template):
     alarms = resources(template, "AWS::CloudWatch::Alarm")
     by_metric = {a["Properties"]["MetricName"]: a["Properties"] for a in alarms.values()}
-    assert {"DeadLettered", "DispatchLagMs", "Errors"} <= set(by_metric)
+    assert {"DeadLettered", "FailedCycles", "DispatchLagMs", "Errors"} <= set(by_metric)
     emitted = set(observability.COUNT_METRICS) | {observability.LAG_METRIC}
     for props in alarms.values():
         p = props["Properties"]
