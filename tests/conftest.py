@@ -118,7 +118,9 @@ def unique(prefix: str) -> str:
 
 
 @pytest.fixture
-def store(clients: ClientFactory) -> DynamoScheduleStore:
+def store(clients: ClientFactory, backend: Backend) -> DynamoScheduleStore:
+    if backend.name == "dynalite":
+        _dynalite[0].check_alive()  # a dead endpoint fails here, with its stderr, not as a hang
     s = DynamoScheduleStore(unique("schedules"), dynamodb=clients.dynamodb())
     s.create_table(shards=4)
     return s

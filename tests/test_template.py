@@ -6,6 +6,7 @@ import importlib
 import json
 import logging
 import math
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,8 @@ import yaml
 
 from hexeract_scheduler import observability
 from hexeract_scheduler.lambda_ops import parse_dead_letter_request
-from hexeract_scheduler.settings import ENV_VARS, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
+from hexeract_scheduler.settings import BOUNDS, ENV_VARS, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
+from hexeract_scheduler.shards import MAX_SHARDS
 from hexeract_scheduler.store import table_definition
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,6 +141,35 @@ def test_the_default_parameters_make_a_valid_configuration(template, template_en
     settings = Settings.from_env(template_env)
     assert settings.table_name == "schedulestable-from-template"
     settings.worker_config()
+
+
+def test_numeric_parameters_stay_within_the_bounds_settings_accept(template):
+    """CloudFormation refuses at deploy time what the cold start would refuse (README#configuration)."""
+    by_var = {var: field for field, var in ENV_VARS.items()}
+    checked = set()
+    for var, value in global_env(template).items():
+        field = by_var[var]
+        if field not in BOUNDS or not (isinstance(value, dict) and set(value) == {"Ref"}):
+            continue
+        param = template["Parameters"][value["Ref"]]
+        bound = BOUNDS[field]
+        assert param["Type"] == "Number", var
+        assert "MaxValue" in param, f"{value['Ref']} has no MaxValue"
+        least, most = float(param["MinValue"]), float(param["MaxValue"])
+        assert least > bound.least if bound.open_least else least >= bound.least, (var, least, bound)
+        assert most <= bound.most, (var, most, bound)
+        assert bound.accepts(int(param["Default"])), (var, param["Default"])
+        checked.add(field)
+    assert checked == set(BOUNDS)
+
+
+def test_shard_parameters_refuse_shard_numbers_no_table_has(template):
+    for name in ("DispatcherShards", "SecondDispatcherShards"):
+        pattern = template["Parameters"][name]["AllowedPattern"]
+        for ok in ("0-3", "0,2", f"0-{MAX_SHARDS - 1}", "1-2,5"):
+            assert re.fullmatch(pattern, ok), (name, ok)
+        for bad in ("0-300000000", "1000", "0,2-4096", "0-", "x"):
+            assert not re.fullmatch(pattern, bad), (name, bad)
 
 
 def test_the_default_parameters_keep_dispatcher_runs_overlapping(template):
@@ -284,7 +315,7 @@ def test_targets_come_from_parameters_and_the_demo_resources(template):
 def test_alarms_watch_metrics_the_dispatcher_emits(template):
     alarms = resources(template, "AWS::CloudWatch::Alarm")
     by_metric = {a["Properties"]["MetricName"]: a["Properties"] for a in alarms.values()}
-    assert {"DeadLettered", "FailedCycles", "DispatchLagMs", "Errors"} <= set(by_metric)
+    assert {"DeadLettered", "FailedCycles", "Quarantined", "Unreadable", "DispatchLagMs", "Errors"} <= set(by_metric)
     emitted = set(observability.COUNT_METRICS) | {observability.LAG_METRIC}
     for props in alarms.values():
         p = props["Properties"]
@@ -309,6 +340,21 @@ def test_outputs_name_the_table_and_the_functions(template):
     for fn in ("DispatcherFunction", "DeadLetterFunction"):
         assert outputs[f"{fn}Name"]["Value"] == {"Ref": fn}
         assert outputs[f"{fn}Arn"]["Value"] == {"Fn::GetAtt": [fn, "Arn"]}
+
+
+def test_every_queue_and_topic_is_encrypted(template):
+    queues = resources(template, "AWS::SQS::Queue")
+    topics = resources(template, "AWS::SNS::Topic")
+    assert queues and topics  # the demo targets, at least
+    for name, queue in queues.items():
+        props = queue["Properties"]
+        assert props.get("SqsManagedSseEnabled") is True or props.get("KmsMasterKeyId"), f"{name} is not encrypted"
+    for name, topic in topics.items():
+        assert topic["Properties"].get("KmsMasterKeyId"), f"{name} is not encrypted"
+    assert template["Resources"]["DemoTopic"]["Properties"]["KmsMasterKeyId"] == "alias/aws/sns"
+    # No other resource type creates a queue or a topic.
+    kinds = {r["Type"] for r in template["Resources"].values()}
+    assert {k for k in kinds if k.startswith(("AWS::SQS::", "AWS::SNS::"))} <= {"AWS::SQS::Queue", "AWS::SNS::Topic"}
 
 
 def test_demo_targets_are_optional(template):

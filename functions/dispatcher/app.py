@@ -9,7 +9,7 @@ from typing import Any
 from hexeract_scheduler import observability
 from hexeract_scheduler.aws import ClientFactory
 from hexeract_scheduler.clock import SystemClock
-from hexeract_scheduler.lambda_ops import dispatcher_deadline, invocation_delay_ms, run_dispatcher
+from hexeract_scheduler.lambda_ops import dispatcher_window, invocation_delay_ms, run_dispatcher
 from hexeract_scheduler.settings import Settings
 from hexeract_scheduler.sinks import Dispatcher
 from hexeract_scheduler.store import DynamoScheduleStore
@@ -26,8 +26,8 @@ worker = SchedulerWorker(store, Dispatcher.for_clients(clients), settings.worker
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
-    deadline = dispatcher_deadline(settings, clock, context.get_remaining_time_in_millis())
+    window = dispatcher_window(settings, clock, context.get_remaining_time_in_millis())
     observability.record_invocation_delay(metrics, invocation_delay_ms(event, clock.now()))
-    summary = run_dispatcher(worker, deadline, partial(observability.publish, metrics))
+    summary = run_dispatcher(worker, window, partial(observability.publish, metrics))
     logger.info("dispatcher run finished", extra=summary.as_dict())
     return summary.as_dict()

@@ -45,7 +45,7 @@ def hexeract(backend: Backend, request: pytest.FixtureRequest, reuse_clients: No
     return run
 
 
-_factories: dict[tuple[Backend, str | None, int], ClientFactory] = {}
+_factories: dict[tuple[Backend, str | None, int, float], ClientFactory] = {}
 
 
 @pytest.fixture
@@ -55,15 +55,17 @@ def reuse_clients(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> None:
     The run's own endpoint gets the backend's connection (DynamoDB on the backend under test)."""
     real = cli.clients_for
 
-    def cached(conn: str | None, *, retries: int = cli.CLI_RETRIES) -> ClientFactory:
-        key = (backend, conn, retries)
+    def cached(
+        conn: str | None, *, retries: int = cli.CLI_RETRIES, read_timeout: float = cli.CLI_READ_TIMEOUT
+    ) -> ClientFactory:
+        key = (backend, conn, retries, read_timeout)
         if key not in _factories:
-            factory = real(conn, retries=retries)
+            factory = real(conn, retries=retries, read_timeout=read_timeout)
             if conn == backend.aws_url:
                 factory = ClientFactory(
                     backend.connection,
                     connect_timeout=cli.CLI_CONNECT_TIMEOUT,
-                    read_timeout=cli.CLI_READ_TIMEOUT,
+                    read_timeout=read_timeout,
                     retries=retries,
                 )
             _factories[key] = factory

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from hexeract_scheduler import cli
 from hexeract_scheduler.cli import parse_when
 from hexeract_scheduler.clock import UTC, SystemClock
 from hexeract_scheduler.errors import InvalidInput
@@ -16,10 +17,13 @@ from hexeract_scheduler.model import ScheduledMessage
 from hexeract_scheduler.store import DynamoScheduleStore
 
 from ..conftest import Queue, unique
+from ..limits import memory_headroom
 from .conftest import Hexeract
 
 JSON_KEYS = ["schedule_id", "status", "scheduled_for", "attempts", "max_attempts", "trigger", "last_error"]
 UNKNOWN = "01900000-0000-7000-8000-000000000000"
+# A command-line argument that is not UTF-8 reaches Python as surrogate escapes (PEP 383).
+NOT_UTF8_ARG = b'{"a": "\xff"}'.decode("utf-8", "surrogateescape")
 
 
 def ok(result) -> str:
@@ -190,6 +194,17 @@ def test_add_payload_from_file_is_delivered_byte_for_byte(hexeract, queue, tmp_p
         (["--at", "tomorrow"], "invalid --at"),
         (["--at", "now", "--max-attempts", "0"], "max_attempts"),
         (["--at", "now", "--event-type", ""], "event type"),
+        # JSON has no NaN or infinities, though Python's json module reads them.
+        (["--at", "now", "--payload", "NaN"], "--payload is not valid JSON: NaN is not a JSON value"),
+        (["--at", "now", "--payload", "Infinity"], "--payload is not valid JSON: Infinity is not a JSON value"),
+        (["--at", "now", "--payload", '{"a": [1, -Infinity]}'], "not valid JSON: -Infinity is not a JSON value"),
+        (["--at", "now", "--payload", NOT_UTF8_ARG], "--payload is not UTF-8 text: byte 0xff at position 7"),
+        # Past datetime's range: timedelta overflows, then the sum, then the conversion to UTC.
+        (["--at", "+99999999999d"], "invalid --at '+99999999999d': too far in the future"),
+        (["--at", "+3000000d"], "invalid --at '+3000000d': too far in the future"),
+        (["--at", "+" + "9" * 5000 + "s"], "too far in the future"),
+        (["--at", "0001-01-01T00:00:00+14:00"], "invalid --at '0001-01-01T00:00:00+14:00': not an instant between"),
+        (["--at", "9999-12-31T23:00:00-14:00"], "invalid --at '9999-12-31T23:00:00-14:00': not an instant between"),
     ],
 )
 def test_add_rejects_invalid_values_with_exit_1(hexeract, queue, args, message):
@@ -197,7 +212,19 @@ def test_add_rejects_invalid_values_with_exit_1(hexeract, queue, args, message):
         args = [*args, "--target", queue.target]
     err = fails(hexeract("scheduler", "add", *args))
     assert message in err
+    assert "unexpected" not in err
     assert ok(hexeract("scheduler", "list")).strip() == "no pending or paused schedules"  # nothing written
+
+
+def test_add_refuses_a_payload_file_that_is_not_utf8(hexeract, queue, tmp_path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes('{"name": "Zoë"}'.encode("latin-1"))
+    err = fails(hexeract("scheduler", "add", "--at", "now", "--target", queue.target, "--payload", f"@{path}"))
+    assert err == "error: --payload is not UTF-8 text: byte 0xeb at position 12 (SQS and SNS message bodies are text)\n"
+    assert ok(hexeract("scheduler", "list")).strip() == "no pending or paused schedules"  # nothing written
+    # A UTF-8 byte order mark is still read past, as before; the bytes are kept as given.
+    path.write_bytes(b'\xef\xbb\xbf{"name": "Zo\xc3\xab"}')
+    add(hexeract, "--at", "+1h", "--target", queue.target, "--payload", f"@{path}")
 
 
 @pytest.mark.parametrize(
@@ -319,6 +346,37 @@ def test_worker_once_and_for(hexeract, queue):
     assert "shards [9] do not exist" in err
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--for", "nan"], "Invalid value for '--for': expected a number of seconds > 0 and <= 31622400, got nan"),
+        (["--for", "inf"], "Invalid value for '--for': expected a number of seconds > 0 and <= 31622400, got inf"),
+        (["--for", "-inf"], "got -inf"),
+        (["--for", "-1"], "got -1.0"),
+        (["--for", "0"], "got 0.0"),
+        (["--for", "1e300"], "got 1e+300"),
+        (["--for", "31622401"], "got 31622401.0"),
+        (
+            ["--shards", "0-3000000000"],
+            "Invalid value for '--shards': invalid shard range '0-3000000000': shard 3000000000 is out of range "
+            "(shard numbers are 0 to 255)",
+        ),
+        (["--shards", "0,256"], "invalid shard range '0,256': shard 256 is out of range (shard numbers are 0 to 255)"),
+        (["--shards", "3-1"], "Invalid value for '--shards': invalid shard range '3-1': 3-1 ends before it starts"),
+        (["--shards", "x"], "Invalid value for '--shards': invalid shard range 'x': expected all, N-M or N,M,..."),
+    ],
+)
+def test_worker_refuses_a_bad_duration_or_shard_range_as_a_usage_error(hexeract, monkeypatch, args, message):
+    def must_not_start(*args, **kwargs):
+        raise AssertionError("the worker started")  # --for nan stopped at once, --for inf never
+
+    monkeypatch.setattr(cli, "SchedulerWorker", must_not_start)
+    with memory_headroom():  # --shards 0-3000000000 built three billion shard numbers first
+        err = fails(hexeract("scheduler", "worker", *args, table="hexeract-never-created"), code=2)
+    assert message in " ".join(err.split())
+    assert "unexpected" not in err
+
+
 # -- usage errors and failures -------------------------------------------------------------------
 
 
@@ -359,9 +417,20 @@ def test_missing_table(hexeract, command):
     assert err.strip() == f"error: table {name} does not exist: run `hexeract scheduler table create`"
 
 
-def test_invalid_conn(hexeract):
-    err = fails(hexeract("scheduler", "list", conn="ftp://example.com"))
-    assert "invalid connection 'ftp://example.com'" in err
+@pytest.mark.parametrize(
+    ("conn", "message"),
+    [
+        ("ftp://example.com", "invalid connection 'ftp://example.com': expected an endpoint URL"),
+        ("aws://", "invalid connection 'aws://': expected aws://REGION"),
+        ("http://[::1", "invalid connection 'http://[::1': Invalid IPv6 URL"),
+        ("http://127.0.0.1:99999", "invalid connection 'http://127.0.0.1:99999': Port out of range 0-65535"),
+        ("http://127.0.0.1:port", "invalid connection 'http://127.0.0.1:port': Port could not be cast"),
+    ],
+)
+def test_invalid_conn(hexeract, conn, message):
+    err = fails(hexeract("scheduler", "list", conn=conn))
+    assert message in err
+    assert "unexpected" not in err
 
 
 def test_conn_and_table_from_environment(hexeract, endpoint, store, queue):

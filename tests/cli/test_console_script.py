@@ -9,11 +9,16 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from hexeract_scheduler import ScheduledMessage, cli
+from hexeract_scheduler.clock import UTC
+
 from ..conftest import Queue, unique
+from ..faultproxy import fault_proxy
 
 UNKNOWN = "01900000-0000-7000-8000-000000000000"
 SCRIPT = Path(sys.executable).with_name("hexeract")
@@ -98,3 +103,28 @@ def test_worker_stops_cleanly_on_ctrl_c(env, queue: Queue):
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "stopping after this cycle" in err
     assert set(json.loads(out)) >= {"claimed", "dispatched", "retried", "dead_lettered", "swept"}
+
+
+def test_a_worker_exits_within_a_few_seconds_of_for_while_dynamodb_hangs(backend, store, queue: Queue):
+    """DynamoDB stops answering once the worker runs (connections accepted, never answered):
+    `worker --for 2` still exits about the stop grace after 2 s, not after read timeouts x
+    retries, with its summary and exit 0."""
+    store.insert(ScheduledMessage.delay(queue.target, at=datetime.now(UTC)), datetime.now(UTC))
+    with fault_proxy(backend.dynamodb_url) as proxy:
+        env = {**os.environ, **backend.env, "AWS_ENDPOINT_URL_DYNAMODB": proxy.url, "HEXERACT_CONN": "aws"}
+        proc = subprocess.Popen(
+            [*command(), "scheduler", "worker", "--for", "2", "--table", store.table_name],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started = time.monotonic()
+        while "polling" not in (proc.stderr.readline() if proc.stderr else "polling"):
+            pass
+        proxy.mode = "hang"
+        out, err = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 0, err
+    assert elapsed < 2 + cli.STOP_GRACE_SECONDS + 2.0, f"exited {elapsed:.1f}s after starting to poll"
+    assert set(json.loads(out.strip().splitlines()[-1])) >= {"claimed", "dispatched"}

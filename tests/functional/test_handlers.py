@@ -30,6 +30,7 @@ from hexeract_scheduler.lambda_ops import InvalidRequest
 from hexeract_scheduler.settings import ENV_VARS
 
 from ..conftest import Backend, make_worker
+from ..faultproxy import fault_proxy
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -45,6 +46,8 @@ SUMMARY_KEYS = {
     "lease_lost",
     "skipped",
     "failed_cycles",
+    "quarantined",
+    "unreadable",
 }
 
 # Powertools keeps the first Logger configured for a service name, with the stream that was
@@ -94,7 +97,7 @@ def load(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> Iterator[Any]:
     with that table, this run's endpoints and these variables on top of fast test defaults."""
     loaded: list[ModuleType] = []
 
-    def _load(function: str, table: str, **env: str) -> ModuleType:
+    def _load(function: str, table: str, *, dynamodb_url: str | None = None, **env: str) -> ModuleType:
         base = {
             "TABLE_NAME": table,
             "SHARD_COUNT": "4",
@@ -120,6 +123,8 @@ def load(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> Iterator[Any]:
             monkeypatch.setenv(var, value)
         for var, value in backend.env.items():
             monkeypatch.setenv(var, value)
+        if dynamodb_url is not None:  # e.g. a fault-injecting proxy in front of the backend
+            monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url)
         name = f"functions.{function}.app"
         module = importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
         loaded.append(module)
@@ -199,6 +204,45 @@ def test_dispatcher_stops_before_the_remaining_time_runs_out(load, store, queue)
     assert result["dispatched"] == 1
     assert context.get_remaining_time_in_millis() > 0, f"ran {elapsed:.2f}s of a 3s invocation"
     assert elapsed >= 1.0  # it did poll: until the deadline (2.7 s) less one dispatch timeout (1 s)
+
+
+def test_a_hung_dynamodb_cannot_hold_the_dispatcher_past_its_stop_margin(load, store, queue, backend):
+    """DynamoDB accepts connections and never answers: the run still returns within its stop
+    margin (not after 30 s read timeouts x retries), so Lambda never kills it mid-batch."""
+    store.insert(ScheduledMessage.delay(queue.target, at=datetime.now(UTC), payload="{}"), datetime.now(UTC))
+    with fault_proxy(backend.dynamodb_url, mode="hang") as proxy:
+        app = load("dispatcher", store.table_name, dynamodb_url=proxy.url, RUN_SECONDS="1.5", STOP_MARGIN_SECONDS="2")
+        context = FakeContext(4_000)
+        started = time.monotonic()
+        result = app.lambda_handler(event("dispatcher.json"), context)
+        elapsed = time.monotonic() - started
+        app.worker.close()
+    assert result["dispatched"] == 0 and proxy.faults >= 1
+    # the soft deadline (1.5 s) plus half the stop margin, well inside the 4 s invocation
+    assert elapsed < 1.5 + 1.0 + 0.5, f"ran {elapsed:.2f}s"
+    assert context.get_remaining_time_in_millis() > 1000
+
+
+def test_a_bad_item_does_not_stop_the_dispatcher(load, store, queue):
+    now = datetime.now(UTC)
+    good = [ScheduledMessage.delay(queue.target, at=now, payload=f'{{"i":{i}}}') for i in range(12)]
+    for msg in good:
+        store.insert(msg, now)
+    bad = ScheduledMessage.delay(queue.target, at=now)
+    store.insert(bad, now)
+    key = {"schedule_id": {"S": str(bad.schedule_id)}}
+    item = store.client.get_item(TableName=store.table_name, Key=key)["Item"]
+    store.client.delete_item(TableName=store.table_name, Key=key)
+    store.client.put_item(TableName=store.table_name, Item={**item, "schedule_id": {"S": "not-a-uuid"}})
+    app = load("dispatcher", store.table_name, RUN_SECONDS="1.5")
+
+    result = app.lambda_handler(event("dispatcher.json"), FakeContext(60_000))
+
+    assert (result["dispatched"], result["quarantined"], result["failed_cycles"]) == (12, 1, 0), result
+    dead = load("dead_letter", store.table_name).lambda_handler({"action": "list"}, FakeContext(10_000))
+    assert dead["items"] == [] and dead["skipped"] == [
+        {"key": "not-a-uuid", "reason": "unreadable item: schedule_id is not a UUID"}
+    ]
 
 
 def test_dispatcher_reads_only_its_shards(load, store, queue):

@@ -76,6 +76,7 @@ CASES: list[tuple[str, Case, type[Exception], str]] = [
     ("target: group on a standard queue", _target(f"sqs:{QURL}?group=g"), InvalidTarget, "not FIFO"),
     ("target: unknown option", _target(f"sqs:{QURL}.fifo?grp=g"), InvalidTarget, "only option"),
     ("payload: oversized", _delay(payload=b"x" * (MAX_PAYLOAD_BYTES + 1)), InvalidInput, "limit"),
+    ("payload: empty", _delay(payload=b""), InvalidInput, "must not be empty"),
     ("payload: not UTF-8", _delay(payload=b"\xff\xfe"), InvalidInput, "UTF-8"),
     ("payload: NUL", _delay(payload="a\x00b"), InvalidInput, "control character"),
     ("max_attempts: 0", _delay(max_attempts=0), InvalidInput, "max_attempts"),

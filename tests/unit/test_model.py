@@ -17,7 +17,7 @@ from hexeract_scheduler import (
 )
 from hexeract_scheduler.clock import UTC, rfc3339, to_ms
 from hexeract_scheduler.model import MAX_PAYLOAD_BYTES, parse_schedule_id
-from hexeract_scheduler.worker import parse_shards
+from hexeract_scheduler.shards import parse_shards
 
 Q = "sqs:https://sqs.eu-west-1.amazonaws.com/123456789012/orders"
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)

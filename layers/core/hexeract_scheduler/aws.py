@@ -16,6 +16,8 @@ from botocore.exceptions import (
     ClientError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    HTTPClientError,
+    IncompleteReadError,
     NoCredentialsError,
     NoRegionError,
     ReadTimeoutError,
@@ -68,6 +70,10 @@ def translate(exc: Exception, what: str) -> Exception:
         return EndpointUnreachable(f"{what}: cannot reach the AWS endpoint ({exc})")
     if isinstance(exc, ReadTimeoutError):
         return RetryableError(f"{what}: timed out ({exc})")
+    if isinstance(exc, (HTTPClientError, IncompleteReadError)):
+        # A connection reset or closed mid-response, a truncated body: the request may or may not
+        # have been applied, and the same request may succeed on a fresh connection.
+        return RetryableError(f"{what}: the connection failed ({exc})")
     if isinstance(exc, (NoCredentialsError, NoRegionError)):
         return ConfigError(f"{what}: {exc}")
     if isinstance(exc, BotoCoreError):
@@ -112,7 +118,11 @@ class Connection:
             if not region or not all(c.isalnum() or c == "-" for c in region):
                 raise ConfigError(f"invalid connection {text!r}: expected aws://REGION")
             return cls(region=region)
-        parsed = urlparse(text)
+        try:
+            parsed = urlparse(text)
+            _ = parsed.port  # ValueError for a port that is not a number from 0 to 65535
+        except ValueError as exc:  # also an unclosed IPv6 bracket (http://[::1)
+            raise ConfigError(f"invalid connection {text!r}: {exc}") from None
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ConfigError(
                 f"invalid connection {text!r}: expected an endpoint URL (http://127.0.0.1:5000), aws or aws://REGION"

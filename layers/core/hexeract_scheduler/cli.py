@@ -17,8 +17,10 @@ as one ``error: ...`` line on stderr. Errors are mapped to messages in one place
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import math
 import re
 import signal
 import sys
@@ -35,11 +37,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from . import cli_format
 from .aws import ClientFactory, Connection, translate
 from .clock import UTC, Clock, SystemClock, rfc3339
-from .errors import HexeractError, InvalidInput, TableMissing
+from .errors import ConfigError, HexeractError, InvalidInput, TableMissing
 from .model import ScheduledMessage, parse_schedule_id
+from .shards import parse_shards
 from .sinks import Dispatcher
-from .store import DEFAULT_SHARDS, DEFAULT_TABLE, MAX_SHARDS, DynamoScheduleStore
-from .worker import CycleSummary, SchedulerWorker, SchedulerWorkerConfig, parse_shards
+from .store import DEFAULT_SHARDS, DEFAULT_TABLE, MAX_LIST_LIMIT, MAX_SHARDS, DynamoScheduleStore, Listing
+from .worker import CycleSummary, DaemonExecutor, SchedulerWorker, SchedulerWorkerConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,7 +50,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 CLI_CONNECT_TIMEOUT = 3.0
 CLI_READ_TIMEOUT = 30.0
 CLI_RETRIES = 1
+STOP_GRACE_SECONDS = 3.0
+# The worker's clients: a request not answered within this is retried (the loop backs off).
+WORKER_READ_TIMEOUT = 10.0
+STARTUP_TIMEOUT_SECONDS = 20.0
 WORKER_RETRIES = 3
+# worker --for: at most a leap year (omit it to run until stopped).
+MAX_FOR_SECONDS = 366 * 86400
 _TABLE_KEY = "hexeract.table"
 
 _clock: Clock = SystemClock()
@@ -133,13 +142,19 @@ def format_option(fn: F) -> F:
 
 def limit_option(fn: F) -> F:
     return click.option(
-        "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many schedules."
+        "--limit",
+        type=click.IntRange(min=1, max=MAX_LIST_LIMIT),
+        default=50,
+        show_default=True,
+        help="At most this many schedules.",
     )(fn)
 
 
-def clients_for(conn: str | None, *, retries: int = CLI_RETRIES) -> ClientFactory:
+def clients_for(
+    conn: str | None, *, retries: int = CLI_RETRIES, read_timeout: float = CLI_READ_TIMEOUT
+) -> ClientFactory:
     return ClientFactory(
-        Connection.parse(conn), connect_timeout=CLI_CONNECT_TIMEOUT, read_timeout=CLI_READ_TIMEOUT, retries=retries
+        Connection.parse(conn), connect_timeout=CLI_CONNECT_TIMEOUT, read_timeout=read_timeout, retries=retries
     )
 
 
@@ -167,8 +182,11 @@ def parse_when(text: str, now: datetime) -> datetime:
         return now
     rel = _RELATIVE.match(value.replace(" ", ""))
     if rel:
-        seconds = sum(int(n) * _UNITS[u] for n, u in _RELATIVE_PART.findall(rel.group(1)))
-        return now + timedelta(seconds=seconds)
+        try:
+            seconds = sum(int(n) * _UNITS[u] for n, u in _RELATIVE_PART.findall(rel.group(1)))
+            return now + timedelta(seconds=seconds)
+        except (OverflowError, ValueError):  # past datetime's year 9999, or too many digits for int()
+            raise InvalidInput(f"invalid --at {text!r}: too far in the future (the latest is year 9999)") from None
     try:
         instant = datetime.fromisoformat(value)
     except ValueError:
@@ -178,7 +196,10 @@ def parse_when(text: str, now: datetime) -> datetime:
         ) from None
     if instant.tzinfo is None or instant.utcoffset() is None:
         raise InvalidInput(f"invalid --at {text!r}: no UTC offset; add Z or +HH:MM (e.g. {value}Z)")
-    return instant.astimezone(UTC)
+    try:
+        return instant.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+14:00 is in year 0 in UTC
+        raise InvalidInput(f"invalid --at {text!r}: not an instant between years 1 and 9999 in UTC") from None
 
 
 def read_payload(value: str) -> bytes:
@@ -194,12 +215,28 @@ def read_payload(value: str) -> bytes:
             except OSError as exc:
                 raise InvalidInput(f"cannot read payload file {name!r}: {exc.strerror or exc}") from None
     else:
-        data = value.encode("utf-8")
+        try:
+            # An argument that is not UTF-8 reaches Python with its bytes as surrogate escapes.
+            data = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raise InvalidInput("--payload is not UTF-8 text: it holds a lone surrogate") from None
     try:
-        json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"--payload is not UTF-8 text: byte {data[exc.start]:#04x} at position {exc.start} (SQS and SNS "
+            "message bodies are text)"
+        ) from None
+    try:
+        json.loads(text.removeprefix("\ufeff"), parse_constant=_no_constant)
+    except ValueError as exc:
         raise InvalidInput(f"--payload is not valid JSON: {exc}") from None
     return data
+
+
+def _no_constant(name: str) -> Any:
+    """``json.loads`` accepts NaN, Infinity and -Infinity; JSON (RFC 8259) has no such values."""
+    raise ValueError(f"{name} is not a JSON value (JSON has no NaN or infinite numbers)")
 
 
 # -- the commands ---------------------------------------------------------------------------
@@ -290,6 +327,13 @@ def list_(limit: int, fmt: str, conn: str | None, table: str) -> None:
     """Pending and paused schedules, soonest first."""
     snapshots = open_store(conn, table).list_pending(limit)
     click.echo(cli_format.to_json(snapshots) if fmt == "json" else cli_format.table(snapshots))
+    _report_skipped(snapshots)
+
+
+def _report_skipped(listing: Listing) -> None:
+    note = cli_format.skipped_note(listing.skipped)
+    if note:
+        click.echo(note, err=True)
 
 
 @scheduler.command()
@@ -354,29 +398,63 @@ def cancel(schedule_id: str, conn: str | None, table: str) -> None:
         _nothing_to(store, sid, "cancel")
 
 
+def _for_seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """``--for``: a finite number of seconds > 0 (NaN would stop at once, inf never)."""
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_FOR_SECONDS):
+        raise click.BadParameter(f"expected a number of seconds > 0 and <= {MAX_FOR_SECONDS}, got {value!r}")
+    return value
+
+
+def _shards(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...] | None:
+    """``--shards``: checked against the most shards a table may have before anything is built."""
+    try:
+        return parse_shards(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @scheduler.command()
 @click.option("--once", is_flag=True, help="Run one poll cycle and exit.")
 @click.option(
     "--for",
     "for_seconds",
-    type=click.FloatRange(min=0, min_open=True),
+    type=float,
+    callback=_for_seconds,
     metavar="SECONDS",
-    help="Run this long, then exit (default: until Ctrl-C).",
+    help=f"Run this long (> 0, at most {MAX_FOR_SECONDS} s: 366 days), then exit (default: until Ctrl-C).",
 )
-@click.option("--shards", default=None, metavar="all|N-M|N,M,...", help="Only these due-index shards (default all).")
+@click.option(
+    "--shards",
+    default=None,
+    callback=_shards,
+    metavar="all|N-M|N,M,...",
+    help="Only these due-index shards (default all).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log every retry and acknowledgement (INFO).")
 @store_options
 def worker(
-    once: bool, for_seconds: float | None, shards: str | None, verbose: bool, conn: str | None, table: str
+    once: bool,
+    for_seconds: float | None,
+    shards: tuple[int, ...] | None,
+    verbose: bool,
+    conn: str | None,
+    table: str,
 ) -> None:
     """Run the dispatcher loop here; prints a one-line JSON summary when it stops."""
     if once and for_seconds is not None:
         raise click.UsageError("give at most one of --once and --for SECONDS")
-    config = SchedulerWorkerConfig(shards=parse_shards(shards))
-    clients = clients_for(conn, retries=WORKER_RETRIES)
+    config = SchedulerWorkerConfig(shards=shards)
+    clients = clients_for(conn, retries=WORKER_RETRIES, read_timeout=WORKER_READ_TIMEOUT)
     store = open_store(conn, table, clients)
-    with _worker_logging(verbose), SchedulerWorker(store, Dispatcher.for_clients(clients), config, clock=_clock) as w:
-        summary = w.run_once() if once else _run_until_stopped(w, for_seconds)
+    pool = DaemonExecutor(config.concurrency)  # a hung request never holds the exit
+    try:
+        with (
+            _worker_logging(verbose),
+            SchedulerWorker(store, Dispatcher.for_clients(clients), config, clock=_clock, executor=pool) as w,
+        ):
+            summary = w.run_once() if once else _run_until_stopped(w, for_seconds)
+    finally:
+        pool.shutdown()
     click.echo(json.dumps(summary.as_dict()))
 
 
@@ -398,16 +476,23 @@ def _worker_logging(verbose: bool) -> Iterator[None]:
 
 def _run_until_stopped(w: SchedulerWorker, seconds: float | None) -> CycleSummary:
     """Run until ``seconds`` pass or Ctrl-C: both finish the current cycle, then stop cleanly."""
-    timer = threading.Timer(seconds, w.stop) if seconds is not None else None
-    with _stop_on_interrupt(w.stop):
-        shards = w.shards  # fails on a missing table before the loop, not in it
+    # A stopping worker awaits no AWS call more than STOP_GRACE_SECONDS: a hung request must not
+    # keep it running past --for (or past Ctrl-C).
+    stop = functools.partial(w.stop, grace=STOP_GRACE_SECONDS)
+    timer = threading.Timer(seconds, stop) if seconds is not None else None
+    with _stop_on_interrupt(stop):
+        # A missing table fails here, not in the loop; a hung endpoint within the time asked for.
+        startup = STARTUP_TIMEOUT_SECONDS if seconds is None else min(seconds, STARTUP_TIMEOUT_SECONDS)
+        shards = w.resolve_shards(timeout=startup)
         until = f"for {seconds:g}s" if seconds is not None else "until Ctrl-C"
         click.echo(f"worker polling {w.store.table_name} (shards {_ranges(shards)}) {until}", err=True)
         if timer is not None:
             timer.daemon = True
             timer.start()
         try:
-            return w.run()
+            if seconds is None:
+                return w.run()
+            return w.run(hard_deadline=w.clock.monotonic() + seconds + STOP_GRACE_SECONDS)
         finally:
             if timer is not None:
                 timer.cancel()
@@ -456,6 +541,7 @@ def dead_letter_list(limit: int, fmt: str, conn: str | None, table: str) -> None
         click.echo(cli_format.to_json(snapshots, dead_letter=True))
     else:
         click.echo(cli_format.table(snapshots, dead_letter=True))
+    _report_skipped(snapshots)
 
 
 @dead_letter.command("replay")

@@ -1,6 +1,7 @@
 """Text and JSON renderings of schedules for the ``hexeract`` command line.
 
-JSON is the documented contract (docs/contracts.md#command-line): an array of ``ScheduleSnapshot.to_json()`` objects.
+JSON is the documented contract (docs/contracts.md#command-line): an array of
+``ScheduleSnapshot.to_json()`` objects.
 Text is for people: an aligned table, or ``key: value`` lines for one schedule. The payload is
 never shown.
 """
@@ -53,6 +54,15 @@ def table(snapshots: Sequence[ScheduleSnapshot], *, dead_letter: bool = False) -
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in [headers, *rows]]
     return "\n".join(lines)
+
+
+def skipped_note(skipped: Sequence[tuple[str, str]]) -> str | None:
+    """One line naming the unreadable items a listing left out (for stderr), or None."""
+    if not skipped:
+        return None
+    shown = "; ".join(f"{key!r}: {reason}" for key, reason in skipped[:5])
+    more = f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""
+    return f"warning: skipped {len(skipped)} unreadable item(s): {shown}{more}"
 
 
 def details(s: ScheduleSnapshot) -> str:

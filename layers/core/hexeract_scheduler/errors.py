@@ -48,6 +48,21 @@ class NotReplayable(HexeractError):
         self.status = status
 
 
+class UnreadableItem(HexeractError):
+    """A stored item this package cannot read: an attribute missing or of the wrong type, a
+    schedule id that is not a UUID, a stored target or cron that no longer parses.
+
+    Such an item was written by something else (by hand, a bug, a migration). The worker
+    quarantines it (dead-letters it with ``reason``) so that it stops nothing else; listings skip it
+    and report its ``key``.
+    """
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"item {key!r}: {reason}")
+        self.key = key
+        self.reason = reason
+
+
 class StoreError(HexeractError):
     """DynamoDB refused or failed a request in a way the caller cannot fix by retrying."""
 

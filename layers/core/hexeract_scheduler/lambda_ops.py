@@ -17,7 +17,7 @@ from .clock import Clock, to_ms
 from .errors import InvalidInput
 from .model import parse_schedule_id
 from .settings import Settings
-from .store import DynamoScheduleStore
+from .store import MAX_LIST_LIMIT, DynamoScheduleStore
 from .worker import CycleSummary, SchedulerWorker
 
 log = logging.getLogger("hexeract_scheduler")
@@ -26,15 +26,27 @@ log = logging.getLogger("hexeract_scheduler")
 # minute, not when the run ends).
 METRICS_EVERY_SECONDS = 60.0
 DEFAULT_LIST_LIMIT = 50
-MAX_LIST_LIMIT = 1000
 
 
 # -- dispatcher ------------------------------------------------------------------------------
 
 
-def dispatcher_deadline(settings: Settings, clock: Clock, remaining_ms: int) -> float:
-    """The ``clock.monotonic()`` instant a run must end by: ``RUN_SECONDS`` from now, or the
-    invocation's remaining time less ``STOP_MARGIN_SECONDS`` if that comes first."""
+@dataclass(frozen=True)
+class RunWindow:
+    """When a dispatcher run stops (``clock.monotonic()`` instants).
+
+    ``deadline``: no cycle starts unless a whole batch fits before it. ``hard_deadline``: half the
+    stop margin later, no AWS call is awaited any more, so the invocation returns within its stop
+    margin even when an endpoint hangs (a request's own timeouts and retries can take far longer).
+    """
+
+    deadline: float
+    hard_deadline: float
+
+
+def dispatcher_window(settings: Settings, clock: Clock, remaining_ms: int) -> RunWindow:
+    """``RUN_SECONDS`` from now, or the invocation's remaining time less ``STOP_MARGIN_SECONDS`` if
+    that comes first; the hard deadline half a stop margin after that."""
     budget = min(settings.run_seconds, remaining_ms / 1000 - settings.stop_margin_seconds)
     if budget < settings.run_seconds:
         log.warning(
@@ -44,7 +56,8 @@ def dispatcher_deadline(settings: Settings, clock: Clock, remaining_ms: int) -> 
             max(budget, 0.0),
             settings.run_seconds,
         )
-    return clock.monotonic() + max(budget, 0.0)
+    deadline = clock.monotonic() + max(budget, 0.0)
+    return RunWindow(deadline, deadline + settings.stop_margin_seconds / 2)
 
 
 def invocation_delay_ms(event: Any, now: datetime) -> int | None:
@@ -64,10 +77,10 @@ def invocation_delay_ms(event: Any, now: datetime) -> int | None:
 
 def run_dispatcher(
     worker: SchedulerWorker,
-    deadline: float,
+    window: RunWindow,
     publish: Callable[[CycleSummary], None] | None = None,
 ) -> CycleSummary:
-    """Run ``worker`` until ``deadline``; hand a summary to ``publish`` about once a minute and at
+    """Run ``worker`` within ``window``; hand a summary to ``publish`` about once a minute and at
     the end. Returns the whole run's summary.
 
     The run is cut into chunks of cycles, never of time: a time-limited chunk would stop polling
@@ -76,7 +89,7 @@ def run_dispatcher(
     cycles = max(1, round(METRICS_EVERY_SECONDS / worker.config.poll_interval.total_seconds()))
     total = CycleSummary()
     while True:
-        chunk = worker.run(deadline=deadline, cycles=cycles)
+        chunk = worker.run(deadline=window.deadline, cycles=cycles, hard_deadline=window.hard_deadline)
         total.add(chunk)
         if publish is not None:
             publish(chunk)
@@ -139,7 +152,11 @@ def handle_dead_letter(store: DynamoScheduleStore, clock: Clock, event: Any) -> 
     NotReplayable; both change nothing."""
     request = parse_dead_letter_request(event)
     if isinstance(request, ListDeadLetters):
-        return {"items": [s.to_json(dead_letter=True) for s in store.list_dead_letter(request.limit)]}
+        listing = store.list_dead_letter(request.limit)
+        response: dict[str, Any] = {"items": [s.to_json(dead_letter=True) for s in listing]}
+        if listing.skipped:  # unreadable items: left out, named so an operator can fix them by hand
+            response["skipped"] = [{"key": key, "reason": reason} for key, reason in listing.skipped]
+        return response
     store.replay(request.schedule_id, clock.now())
     log.info("replayed a dead-lettered schedule", extra={"schedule_id": str(request.schedule_id)})
     return {"replayed": str(request.schedule_id)}

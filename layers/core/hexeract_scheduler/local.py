@@ -34,6 +34,17 @@ class LocalEndpoint:
     server: Any = None
     thread: threading.Thread | None = None
     process: subprocess.Popen[str] | None = None
+    errors: IO[str] | None = None  # a child's stderr
+
+    def check_alive(self) -> None:
+        """Raise, with the end of its stderr, if the child process has exited."""
+        if self.process is None or self.process.poll() is None:
+            return
+        tail = ""
+        if self.errors is not None:
+            self.errors.seek(0)
+            tail = self.errors.read().strip()[-1000:]
+        raise RuntimeError(f"the endpoint at {self.url} exited with status {self.process.returncode}: {tail}")
 
     def stop(self) -> None:
         if self.server is not None:
@@ -44,6 +55,8 @@ class LocalEndpoint:
             if self.process.stdin is not None:
                 self.process.stdin.close()
             self.process.terminate()
+            if self.errors is not None:
+                self.errors.close()
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -107,11 +120,11 @@ def spawn_dynalite(server_js: str | os.PathLike[str], *, timeout: float = 30.0) 
         raise RuntimeError(f"dynalite is not installed beside {server_js}: run `make test` (it runs npm ci there)")
     # stderr to a file, not a pipe: nobody reads it while the server runs, and a full pipe would
     # block the server.
-    with tempfile.TemporaryFile("w+") as errors:
-        process = subprocess.Popen(
-            ["node", str(server_js)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True
-        )
-        return LocalEndpoint(_first_line(process, timeout, "dynalite", errors), process=process)
+    errors = tempfile.TemporaryFile("w+")  # noqa: SIM115 (kept open for the endpoint's life: check_alive reads it)
+    process = subprocess.Popen(
+        ["node", str(server_js)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True
+    )
+    return LocalEndpoint(_first_line(process, timeout, "dynalite", errors), process=process, errors=errors)
 
 
 def _first_line(process: subprocess.Popen[str], timeout: float, what: str, errors: IO[str] | None = None) -> str:

@@ -20,6 +20,9 @@ from .occurrence import OccurrenceId
 # contract attributes so a payload accepted here is always sendable to either sink.
 MAX_PAYLOAD_BYTES = 256 * 1024 - 1024
 MAX_EVENT_TYPE_CHARS = 256
+# Attempts per occurrence: far past any sane retry budget (the backoff caps at retry_max_delay),
+# and well inside what DynamoDB stores as a number.
+MAX_ATTEMPTS = 10_000
 # Characters SQS accepts in a message body (SNS accepts a superset).
 _SQS_INVALID_CHARS = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _SQS_ARN = re.compile(r"^arn:(aws[a-z-]*):sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,80}(?:\.fifo)?)$")
@@ -176,6 +179,8 @@ def _check_payload(payload: bytes | str | Any) -> bytes:
     if not isinstance(payload, (bytes, bytearray)):
         raise InvalidInput("payload must be bytes or str")
     payload = bytes(payload)
+    if not payload:
+        raise InvalidInput("payload must not be empty: SQS and SNS refuse an empty message body")
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise InvalidInput(
             f"payload is {len(payload)} bytes; the limit is {MAX_PAYLOAD_BYTES} (256 KiB less 1 KiB of attributes)"
@@ -209,8 +214,12 @@ class ScheduledMessage:
             object.__setattr__(self, "target", Target.parse(self.target))
         if isinstance(self.schedule_id, str):
             object.__setattr__(self, "schedule_id", parse_schedule_id(self.schedule_id))
-        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or self.max_attempts < 1:
-            raise InvalidInput(f"max_attempts must be an integer >= 1, got {self.max_attempts!r}")
+        if (
+            isinstance(self.max_attempts, bool)
+            or not isinstance(self.max_attempts, int)
+            or not 1 <= self.max_attempts <= MAX_ATTEMPTS
+        ):
+            raise InvalidInput(f"max_attempts must be an integer from 1 to {MAX_ATTEMPTS}, got {self.max_attempts!r}")
         if (
             not self.event_type
             or len(self.event_type) > MAX_EVENT_TYPE_CHARS

@@ -31,6 +31,8 @@ COUNT_METRICS = {
     "LeaseLost": "lease_lost",
     "Skipped": "skipped",
     "FailedCycles": "failed_cycles",
+    "Quarantined": "quarantined",
+    "Unreadable": "unreadable",
 }
 LAG_METRIC = "DispatchLagMs"
 INVOCATION_DELAY_METRIC = "InvocationDelayMs"

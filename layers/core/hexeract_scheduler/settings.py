@@ -15,10 +15,15 @@ runs overlap, and no instant is left without a polling dispatcher, when::
 
 and the function's ``Timeout`` is at least ``RUN_SECONDS + STOP_MARGIN_SECONDS`` plus the cold
 start. Overlapping runs are safe: claims are conditional writes with leases.
+
+Every number has an upper bound (``BOUNDS``, the README's configuration table) that no real
+deployment reaches, so that a typo such as ``LEASE_SECONDS=100000000000000000000`` is refused by
+name instead of overflowing a duration later.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -26,8 +31,8 @@ from datetime import timedelta
 from typing import TypeVar
 
 from .errors import ConfigError
-from .store import MAX_SHARDS
-from .worker import SchedulerWorkerConfig, parse_shards
+from .shards import MAX_SHARDS, parse_shards
+from .worker import SchedulerWorkerConfig
 
 T = TypeVar("T")
 
@@ -41,6 +46,73 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9 _./#:-]{1,255}$")
+
+# Upper bounds of the numeric settings, far above what a deployment needs and low enough that no
+# duration built from them can overflow (README.md#configuration has the same reasons):
+# - lease, 12 h: the longest SQS visibility timeout. An occurrence claimed by a crashed run waits
+#   a whole lease before another run claims it, so a longer lease only delays that recovery.
+# - batch size, 1000: a thousand conditional claim writes and a hundred 10-entry SendMessageBatch
+#   calls per cycle; the lease must also cover batch_size x dispatch_timeout.
+# - retry delays, 24 h: the longest EventBridge Scheduler itself retries an event for.
+# - dispatch timeout, run and stop margin, 900 s: the Lambda maximum, the invocation they are
+#   parts of (their sum is checked against it too).
+# - poll interval, 60 s: a cycle looks one interval ahead, and a schedule added due within it may
+#   wait that long to be seen; the dispatcher's point is sub-second delivery.
+# - concurrency, 256 threads: five times the 50 pooled connections the clients keep, a quarter of
+#   the 1024 threads a Lambda execution environment may run.
+# - dispatch period, 13 min: the longest for which a run (at most 900 s) can still cover the
+#   period, the delivery window and a dispatch timeout (template.yaml allows 2-13).
+MAX_LEASE_SECONDS = 12 * 3600
+MAX_BATCH_SIZE = 1000
+MAX_RETRY_DELAY_MS = 24 * 3600 * 1000
+MAX_POLL_INTERVAL_MS = 60_000
+MAX_CONCURRENCY = 256
+MAX_DISPATCH_PERIOD_MINUTES = (LAMBDA_MAX_SECONDS - SCHEDULER_DELIVERY_WINDOW_SECONDS - 1) // 60  # 13
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The values a numeric setting accepts: integers from ``least`` to ``most``, or (``seconds``)
+    finite numbers of seconds from ``least`` (excluded when ``open_least``) to ``most``."""
+
+    least: int
+    most: int
+    seconds: bool = False
+    open_least: bool = False
+
+    def describe(self) -> str:
+        if not self.seconds:
+            return f"an integer from {self.least} to {self.most}"
+        if self.open_least:
+            return f"a number of seconds > {self.least} and <= {self.most}"
+        return f"a number of seconds from {self.least} to {self.most}"
+
+    def accepts(self, value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float) if self.seconds else int):
+            return False
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        return (self.least < value if self.open_least else self.least <= value) and value <= self.most
+
+    def check(self, var: str, value: object, shown: str) -> None:
+        """A ConfigError naming ``var`` and showing ``shown`` (the text read) unless accepted."""
+        if not self.accepts(value):
+            raise ConfigError(f"{var}: expected {self.describe()}, got {shown}")
+
+
+BOUNDS: dict[str, Bound] = {
+    "shard_count": Bound(1, MAX_SHARDS),
+    "lease_seconds": Bound(1, MAX_LEASE_SECONDS),
+    "batch_size": Bound(1, MAX_BATCH_SIZE),
+    "retry_base_delay_ms": Bound(1, MAX_RETRY_DELAY_MS),
+    "retry_max_delay_ms": Bound(1, MAX_RETRY_DELAY_MS),
+    "dispatch_timeout_seconds": Bound(0, LAMBDA_MAX_SECONDS, seconds=True, open_least=True),
+    "poll_interval_ms": Bound(1, MAX_POLL_INTERVAL_MS),
+    "concurrency": Bound(1, MAX_CONCURRENCY),
+    "run_seconds": Bound(0, LAMBDA_MAX_SECONDS, seconds=True, open_least=True),
+    "stop_margin_seconds": Bound(0, LAMBDA_MAX_SECONDS, seconds=True),
+    "dispatch_period_minutes": Bound(1, MAX_DISPATCH_PERIOD_MINUTES),
+}
 
 # Settings field -> the environment variable it is read from (also the list the template declares).
 ENV_VARS: dict[str, str] = {
@@ -103,8 +175,11 @@ class Settings:
     log_level: str = "INFO"
 
     def __post_init__(self) -> None:
-        if self.shard_count > MAX_SHARDS:
-            raise ConfigError(f"SHARD_COUNT: at most {MAX_SHARDS} shards, got {self.shard_count}")
+        # from_env checked the text it read; values given in code must fit the same bounds.
+        for name, bound in BOUNDS.items():
+            value = getattr(self, name)
+            if value is not None or name != "dispatch_period_minutes":
+                bound.check(ENV_VARS[name], value, repr(value))
         if self.dispatcher_shards is not None:
             bad = [s for s in self.dispatcher_shards if s >= self.shard_count]
             if bad:
@@ -147,17 +222,17 @@ class Settings:
         if table is None:
             raise ConfigError("TABLE_NAME: required (the schedules table's name)")
         values: dict[str, object] = {
-            "shard_count": get("shard_count", _int(1)),
-            "lease_seconds": get("lease_seconds", _int(1)),
-            "batch_size": get("batch_size", _int(1)),
-            "retry_base_delay_ms": get("retry_base_delay_ms", _int(1)),
-            "retry_max_delay_ms": get("retry_max_delay_ms", _int(1)),
+            "shard_count": get("shard_count", _int("shard_count")),
+            "lease_seconds": get("lease_seconds", _int("lease_seconds")),
+            "batch_size": get("batch_size", _int("batch_size")),
+            "retry_base_delay_ms": get("retry_base_delay_ms", _int("retry_base_delay_ms")),
+            "retry_max_delay_ms": get("retry_max_delay_ms", _int("retry_max_delay_ms")),
             "jitter": get("jitter", _bool),
-            "dispatch_timeout_seconds": get("dispatch_timeout_seconds", _seconds(positive=True)),
-            "poll_interval_ms": get("poll_interval_ms", _int(1)),
-            "concurrency": get("concurrency", _int(1)),
-            "run_seconds": get("run_seconds", _seconds(positive=True)),
-            "stop_margin_seconds": get("stop_margin_seconds", _seconds(positive=False)),
+            "dispatch_timeout_seconds": get("dispatch_timeout_seconds", _seconds("dispatch_timeout_seconds")),
+            "poll_interval_ms": get("poll_interval_ms", _int("poll_interval_ms")),
+            "concurrency": get("concurrency", _int("concurrency")),
+            "run_seconds": get("run_seconds", _seconds("run_seconds")),
+            "stop_margin_seconds": get("stop_margin_seconds", _seconds("stop_margin_seconds")),
             "service_name": get("service_name", _pattern(_NAME, "3-255 letters, digits, '_', '.' or '-'")),
             "metrics_namespace": get("metrics_namespace", _pattern(_NAMESPACE, "a CloudWatch namespace")),
             "log_level": get("log_level", _log_level),
@@ -173,7 +248,7 @@ class Settings:
         if period_raw.lower() in ("", "none", "off"):
             kwargs["dispatch_period_minutes"] = None
         else:
-            kwargs["dispatch_period_minutes"] = _int(1)("DISPATCH_PERIOD_MINUTES", period_raw)
+            kwargs["dispatch_period_minutes"] = _int("dispatch_period_minutes")("DISPATCH_PERIOD_MINUTES", period_raw)
         return cls(table_name=table, **kwargs)  # type: ignore[arg-type]
 
     def worker_config(self) -> SchedulerWorkerConfig:
@@ -204,29 +279,29 @@ def _table_name(var: str, raw: str) -> str:
     return raw
 
 
-def _int(minimum: int) -> Callable[[str, str], int]:
+def _int(field: str) -> Callable[[str, str], int]:
+    bound = BOUNDS[field]
+
     def parse(var: str, raw: str) -> int:
         try:
             value = int(raw)
-        except ValueError:
-            raise ConfigError(f"{var}: expected an integer >= {minimum}, got {raw!r}") from None
-        if value < minimum:
-            raise ConfigError(f"{var}: expected an integer >= {minimum}, got {raw!r}")
+        except ValueError:  # also "1e20", and numbers of more than 4300 digits
+            raise ConfigError(f"{var}: expected {bound.describe()}, got {raw!r}") from None
+        bound.check(var, value, repr(raw))
         return value
 
     return parse
 
 
-def _seconds(*, positive: bool) -> Callable[[str, str], float]:
-    what = "a number of seconds > 0" if positive else "a number of seconds >= 0"
+def _seconds(field: str) -> Callable[[str, str], float]:
+    bound = BOUNDS[field]
 
     def parse(var: str, raw: str) -> float:
         try:
             value = float(raw)
         except ValueError:
-            raise ConfigError(f"{var}: expected {what}, got {raw!r}") from None
-        if value != value or value in (float("inf"), float("-inf")) or value < 0 or (positive and value == 0):
-            raise ConfigError(f"{var}: expected {what}, got {raw!r}")
+            raise ConfigError(f"{var}: expected {bound.describe()}, got {raw!r}") from None
+        bound.check(var, value, repr(raw))
         return value
 
     return parse

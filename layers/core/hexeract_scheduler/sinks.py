@@ -2,23 +2,37 @@
 
 Each message carries the payload byte-for-byte as its body and the five contract attributes
 (docs/contracts.md#message). FIFO queues and topics get ``MessageDeduplicationId`` = occurrence id and
-``MessageGroupId`` = the target's group (default: the schedule id). A failed entry in a batch is
-that occurrence's failure only; a failed request fails every entry it carried. Sink errors never
-propagate: they become the ``last_error`` of the attempts they failed, cause first.
+``MessageGroupId`` = the target's group (default: the schedule id). Sink errors never propagate:
+they become the ``last_error`` of the attempts they failed, cause first.
+
+A bad entry fails alone:
+
+* an entry that SQS or SNS would refuse for its content, as far as that can be told locally
+  (``unsendable``: not UTF-8, characters outside SQS's set, empty), is not sent; the rest of its
+  batch is;
+* a failed entry in a batch response is that occurrence's failure only;
+* a request refused as a whole for a reason one entry may cause (``entry_may_cause``: a 4xx that
+  is neither throttling nor about the target or the caller) is resent entry by entry, so only the
+  entries refused on their own fail, each with its own error. That costs at most one extra request
+  per entry (n + 1 requests for n entries), and none is started after the dispatch deadline;
+* any other failed request (throttling, 5xx, timeouts, a missing queue, denied access) fails every
+  entry it carried, as one failed attempt each: the worker retries them with backoff.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, wait
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .aws import ClientFactory, error_code
-from .errors import DispatchError, HexeractError
-from .model import LeasedOccurrence, Target
+from .aws import ClientFactory, error_code, translate
+from .errors import DispatchError, HexeractError, RetryableError
+from .model import _SQS_INVALID_CHARS, LeasedOccurrence, Target
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -30,6 +44,40 @@ MAX_BATCH_BYTES = 256 * 1024
 
 # The outcome of one occurrence: None if sent, else the error text recorded as last_error.
 Outcome = str | None
+
+# The monotonic instant after which the dispatch no longer waits for a batch: set by
+# ``Dispatcher._send`` around the sink it calls, so that a sink wrapping another passes it on
+# unawares. None (no dispatcher): no limit.
+_DEADLINE: ContextVar[float | None] = ContextVar("hexeract_dispatch_deadline", default=None)
+
+# Refusals that name the target or the caller, never one entry: resending entry by entry would only
+# repeat them once per entry. SQS codes are compared without their ``AWS.SimpleQueueService.`` prefix;
+# any code starting with ``KMS`` (the queue's or topic's key) counts too.
+_TARGET_REFUSALS = frozenset(
+    {
+        "NonExistentQueue",
+        "QueueDoesNotExist",
+        "QueueDeletedRecently",
+        "NotFound",
+        "NotFoundException",
+        "ResourceNotFoundException",
+        "AccessDenied",
+        "AccessDeniedException",
+        "AuthorizationError",
+        "InvalidSecurity",
+        "InvalidAddress",
+        "UnsupportedOperation",
+        "OptInRequired",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+        "IncompleteSignature",
+        "MissingAuthenticationToken",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "RequestExpired",
+    }
+)
 
 
 def message_attributes(occ: LeasedOccurrence) -> dict[str, dict[str, str]]:
@@ -62,18 +110,104 @@ def chunks(occs: Sequence[LeasedOccurrence]) -> list[list[int]]:
     return out
 
 
+def _refused_chars(text: str) -> str | None:
+    """``U+XXXX at offset N`` for the first character SQS does not accept (N: its byte offset in
+    the UTF-8 text), and how many more there are; None if there is none."""
+    found = _SQS_INVALID_CHARS.finditer(text)
+    first = next(found, None)
+    if first is None:
+        return None
+    offset = len(text[: first.start()].encode("utf-8"))  # the prefix holds only accepted characters
+    more = sum(1 for _ in found)
+    return f"U+{ord(first.group()):04X} at offset {offset}" + (f" and {more} more" if more else "")
+
+
+def unsendable(occ: LeasedOccurrence) -> str | None:
+    """Why SQS or SNS would refuse this entry, when that can be told without asking them; else None.
+
+    The rules ``ScheduledMessage`` applies when a schedule is built (the character set is the same
+    expression, ``model._SQS_INVALID_CHARS``, for both sinks: a topic may fan out to queues), checked
+    again because an item can reach the table another way (by hand, a migration, another tool). An
+    entry refused here is never sent, so it cannot fail the request it would have travelled in.
+    Offsets are byte offsets into the payload. Size is not checked: ``chunks`` puts an entry too
+    large for a batch in a request of its own, so the service's refusal of it is its own already.
+    """
+    payload: object = occ.payload
+    if not isinstance(payload, bytes | bytearray):
+        return f"payload is {type(payload).__name__}, not bytes"
+    try:
+        text = bytes(payload).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"payload is not valid UTF-8 text: {exc.reason} at offset {exc.start} (byte 0x{payload[exc.start]:02x})"
+    if not text:
+        return "payload is empty: SQS and SNS refuse an empty message body"
+    if bad := _refused_chars(text):
+        return f"payload has characters SQS does not accept: {bad}"
+    if not occ.event_type:
+        return "event type is empty: SQS and SNS refuse an empty message attribute value"
+    if bad := _refused_chars(occ.event_type):
+        return f"event type has characters SQS does not accept: {bad}"
+    return None
+
+
+def _error_codes(exc: ClientError) -> set[str]:
+    error: Mapping[str, Any] = exc.response.get("Error", {})
+    codes = (error.get("Code"), error.get("QueryErrorCode"))  # SQS's JSON protocol sends both
+    return {str(c).removeprefix("AWS.SimpleQueueService.") for c in codes if c}
+
+
+def entry_may_cause(exc: ClientError) -> bool:
+    """Whether a request refused as a whole may have been refused for one of its entries.
+
+    True for a 4xx that is not retryable (``translate`` decides, as for every AWS call in this
+    package; any code naming throttling, and 429, count as retryable too) and does not name the
+    target or the caller (401, 403, 404, missing queue or topic, denied access, KMS, credentials).
+    Wrongly true costs one request per entry, never a wrong outcome: each entry resent alone gets
+    the service's own answer about it.
+    """
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    if not 400 <= status < 500 or status in (401, 403, 404, 429):
+        return False
+    if isinstance(translate(exc, "sending"), RetryableError):
+        return False
+    return not any(
+        c in _TARGET_REFUSALS or "thrott" in c.lower() or c.lower().startswith("kms") for c in _error_codes(exc)
+    )
+
+
+def failure_text(exc: BaseException, target: Target) -> str:
+    """An exception as the ``last_error`` of the attempts it failed: the cause first, since that is
+    what an operator reads in a shortened last_error column, then where it was going."""
+    if isinstance(exc, ClientError):
+        message = exc.response.get("Error", {}).get("Message", "")
+        return f"{error_code(exc)}: {message} (sending to {target})"
+    if isinstance(exc, BotoCoreError):
+        return f"{exc} (sending to {target})"
+    if isinstance(exc, HexeractError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+# One entry of a request: (index of its occurrence in the batch, the entry as sent).
+_Entry = tuple[int, dict[str, Any]]
+
+
+def _record(resp: Mapping[str, Any], sent: Sequence[_Entry], outcomes: list[Outcome]) -> None:
+    """The per-entry results of one batch response; an entry the response does not mention fails."""
+    index = {entry["Id"]: i for i, entry in sent}
+    for i, _ in sent:
+        outcomes[i] = "no result for this entry in the batch response"
+    for ok in resp.get("Successful", []):
+        if (j := index.get(ok.get("Id"))) is not None:
+            outcomes[j] = None
+    for failed in resp.get("Failed", []):
+        if (j := index.get(failed.get("Id"))) is not None:
+            outcomes[j] = f"{failed.get('Code', 'Failed')}: {failed.get('Message', '')}".rstrip(": ")
+
+
 class Sink(Protocol):
     def send_batch(self, target: Target, occs: Sequence[LeasedOccurrence]) -> list[Outcome]:
         """Send up to 10 occurrences to one target; one outcome per occurrence, in order."""
-
-
-def _entry_errors(resp: dict[str, Any], n: int) -> list[Outcome]:
-    outcomes: list[Outcome] = ["no result for this entry in the batch response"] * n
-    for ok in resp.get("Successful", []):
-        outcomes[int(ok["Id"])] = None
-    for failed in resp.get("Failed", []):
-        outcomes[int(failed["Id"])] = f"{failed.get('Code', 'Failed')}: {failed.get('Message', '')}".rstrip(": ")
-    return outcomes
 
 
 def _fifo_fields(target: Target, occ: LeasedOccurrence) -> dict[str, str]:
@@ -85,7 +219,84 @@ def _fifo_fields(target: Target, occ: LeasedOccurrence) -> dict[str, str]:
     }
 
 
-class SqsSink:
+class _BatchSink:
+    """What the SQS and SNS sinks share: local checks, one request, isolation of a refused one.
+
+    A subclass builds one entry (``_entry``) and sends a list of them in one request (``_request``).
+    """
+
+    def _entry(self, target: Target, occ: LeasedOccurrence, entry_id: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _request(self, target: Target, entries: list[dict[str, Any]]) -> Mapping[str, Any]:
+        raise NotImplementedError
+
+    def send_batch(self, target: Target, occs: Sequence[LeasedOccurrence]) -> list[Outcome]:
+        """One outcome per occurrence, in order; a refused entry or request does not raise.
+
+        Entries refused locally (``unsendable``) are not sent; the others go in one request. If the
+        service refuses that request as a whole for a reason one entry may cause
+        (``entry_may_cause``) and it carried more than one entry, each is resent alone, in order:
+        at most ``len(occs)`` extra requests. Any other failure of the request fails every entry it
+        carried.
+        """
+        outcomes: list[Outcome] = [None] * len(occs)
+        entries: list[_Entry] = []
+        for i, occ in enumerate(occs):
+            problem = unsendable(occ)
+            if problem is None:
+                entries.append((i, self._entry(target, occ, str(i))))
+            else:
+                outcomes[i] = problem
+        if not entries:
+            return outcomes
+        try:
+            resp = self._request(target, [entry for _, entry in entries])
+        except ClientError as exc:
+            if len(entries) > 1 and entry_may_cause(exc):
+                self._isolate(target, entries, failure_text(exc, target), outcomes)
+            else:
+                _fail(entries, failure_text(exc, target), outcomes)
+        except (BotoCoreError, HexeractError) as exc:
+            _fail(entries, failure_text(exc, target), outcomes)
+        else:
+            _record(resp, entries, outcomes)
+        return outcomes
+
+    def _isolate(self, target: Target, entries: list[_Entry], batch_error: str, outcomes: list[Outcome]) -> None:
+        """Resend each entry of a refused request alone, so that only those refused alone fail.
+
+        Stops at the first failure that is not about one entry (throttling, 5xx, a timeout, the
+        target): that error then fails the entries not resent yet, as it would have failed them
+        all in a batch. Starts no request after the dispatch deadline (the dispatcher no longer
+        waits for it: a late send could only be counted as failed and then duplicated by the retry);
+        the entries left keep the batch's error.
+        """
+        deadline = _DEADLINE.get()
+        for k, (i, entry) in enumerate(entries):
+            if deadline is not None and time.monotonic() >= deadline:
+                _fail(entries[k:], f"{batch_error}; not resent alone: the dispatch deadline passed", outcomes)
+                return
+            try:
+                resp = self._request(target, [entry])
+            except ClientError as exc:
+                if entry_may_cause(exc):
+                    outcomes[i] = failure_text(exc, target)
+                    continue
+                _fail(entries[k:], failure_text(exc, target), outcomes)
+                return
+            except (BotoCoreError, HexeractError) as exc:
+                _fail(entries[k:], failure_text(exc, target), outcomes)
+                return
+            _record(resp, [(i, entry)], outcomes)
+
+
+def _fail(entries: Sequence[_Entry], error: str, outcomes: list[Outcome]) -> None:
+    for i, _ in entries:
+        outcomes[i] = error
+
+
+class SqsSink(_BatchSink):
     """SendMessageBatch to a queue given by URL or ARN (an ARN is resolved once, with GetQueueUrl)."""
 
     def __init__(self, sqs: SQSClient | None = None, *, clients: ClientFactory | None = None) -> None:
@@ -110,43 +321,37 @@ class SqsSink:
             self._urls[target.address] = url
         return url
 
-    def send_batch(self, target: Target, occs: Sequence[LeasedOccurrence]) -> list[Outcome]:
-        entries = []
-        for i, occ in enumerate(occs):
-            entries.append(
-                {
-                    "Id": str(i),
-                    "MessageBody": occ.payload.decode("utf-8"),
-                    "MessageAttributes": message_attributes(occ),
-                    **_fifo_fields(target, occ),
-                }
-            )
+    def _entry(self, target: Target, occ: LeasedOccurrence, entry_id: str) -> dict[str, Any]:
+        return {
+            "Id": entry_id,
+            "MessageBody": occ.payload.decode("utf-8"),
+            "MessageAttributes": message_attributes(occ),
+            **_fifo_fields(target, occ),
+        }
+
+    def _request(self, target: Target, entries: list[dict[str, Any]]) -> Mapping[str, Any]:
         url = self.queue_url(target)
-        resp = self._client(target).send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
-        return _entry_errors(dict(resp), len(occs))
+        return self._client(target).send_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
 
 
-class SnsSink:
+class SnsSink(_BatchSink):
     """PublishBatch to a topic ARN."""
 
     def __init__(self, sns: SNSClient | None = None, *, clients: ClientFactory | None = None) -> None:
         self._sns = sns
         self._clients = clients or ClientFactory()
 
-    def send_batch(self, target: Target, occs: Sequence[LeasedOccurrence]) -> list[Outcome]:
-        entries = []
-        for i, occ in enumerate(occs):
-            entries.append(
-                {
-                    "Id": str(i),
-                    "Message": occ.payload.decode("utf-8"),
-                    "MessageAttributes": message_attributes(occ),
-                    **_fifo_fields(target, occ),
-                }
-            )
+    def _entry(self, target: Target, occ: LeasedOccurrence, entry_id: str) -> dict[str, Any]:
+        return {
+            "Id": entry_id,
+            "Message": occ.payload.decode("utf-8"),
+            "MessageAttributes": message_attributes(occ),
+            **_fifo_fields(target, occ),
+        }
+
+    def _request(self, target: Target, entries: list[dict[str, Any]]) -> Mapping[str, Any]:
         client = self._sns or self._clients.sns(target.region)
-        resp = client.publish_batch(TopicArn=target.address, PublishBatchRequestEntries=entries)  # type: ignore[arg-type]
-        return _entry_errors(dict(resp), len(occs))
+        return client.publish_batch(TopicArn=target.address, PublishBatchRequestEntries=entries)  # type: ignore[arg-type]
 
 
 class Dispatcher:
@@ -155,7 +360,8 @@ class Dispatcher:
     A batch not answered within ``timeout`` seconds counts as failed for all of its entries (a
     dispatch over ``dispatch_timeout`` is a failed attempt, docs/contracts.md#hexeract-semantics).
     The request itself may still land later: that is a duplicate, which the occurrence id lets
-    consumers drop.
+    consumers drop. No request is started once the timeout has passed (a batch whose turn on the
+    executor comes too late is not sent; a sink isolating a refused batch stops resending).
     """
 
     def __init__(self, sinks: dict[str, Sink]) -> None:
@@ -177,12 +383,14 @@ class Dispatcher:
         by_target: dict[Target, list[int]] = {}
         for i, occ in enumerate(occs):
             by_target.setdefault(occ.target, []).append(i)
+        # Taken before the first submit, so it never falls after the wait below gives up.
+        deadline = time.monotonic() + timeout
         futures: dict[Future[list[Outcome]], list[int]] = {}
         for target, idxs in by_target.items():
             group = [occs[i] for i in idxs]
             for chunk in chunks(group):
                 batch_idx = [idxs[c] for c in chunk]
-                futures[executor.submit(self._send, target, [occs[i] for i in batch_idx])] = batch_idx
+                futures[executor.submit(self._send, target, [occs[i] for i in batch_idx], deadline)] = batch_idx
         done, _ = wait(futures, timeout=timeout)
         for fut, batch_idx in futures.items():
             if fut not in done:
@@ -195,22 +403,29 @@ class Dispatcher:
                     on_sent(occs[i])
         return outcomes
 
-    def _send(self, target: Target, occs: list[LeasedOccurrence]) -> list[Outcome]:
+    def _send(self, target: Target, occs: list[LeasedOccurrence], deadline: float | None = None) -> list[Outcome]:
         sink = self.sinks.get(target.kind)
         if sink is None:
             return [f"no sink for {target.kind} targets"] * len(occs)
+        if deadline is not None and time.monotonic() >= deadline:
+            return ["dispatch timed out before this batch was sent"] * len(occs)
+        token = _DEADLINE.set(deadline)
         try:
             return sink.send_batch(target, occs)
-        except HexeractError as exc:
-            return [str(exc)] * len(occs)
-        except ClientError as exc:
-            # The cause first: it is what an operator reads in a shortened last_error column.
-            message = exc.response.get("Error", {}).get("Message", "")
-            return [f"{error_code(exc)}: {message} (sending to {target})"] * len(occs)
-        except BotoCoreError as exc:
-            return [f"{exc} (sending to {target})"] * len(occs)
         except Exception as exc:  # a sink bug must fail these attempts, not kill the worker
-            return [f"{type(exc).__name__}: {exc}"] * len(occs)
+            return [failure_text(exc, target)] * len(occs)
+        finally:
+            _DEADLINE.reset(token)
 
 
-__all__ = ["DispatchError", "Dispatcher", "Outcome", "SnsSink", "SqsSink", "chunks", "message_attributes"]
+__all__ = [
+    "DispatchError",
+    "Dispatcher",
+    "Outcome",
+    "SnsSink",
+    "SqsSink",
+    "chunks",
+    "entry_may_cause",
+    "message_attributes",
+    "unsendable",
+]

@@ -25,28 +25,34 @@ import random
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor
+from collections.abc import Callable, Collection, Iterable, Sequence
+from concurrent.futures import Executor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
 
 from .aws import aws_errors, error_code
 from .clock import from_ms, to_ms
-from .cron import CronSchedule
-from .errors import ConfigError, HexeractError, InvalidInput, NotReplayable, ScheduleNotFound
+from .codec import ItemReader, occurrence_of, snapshot_of
+from .errors import (
+    ConfigError,
+    HexeractError,
+    InvalidInput,
+    NotReplayable,
+    RetryableError,
+    ScheduleNotFound,
+    UnreadableItem,
+)
 from .model import (
     LeasedOccurrence,
     ScheduledMessage,
     ScheduleSnapshot,
     ScheduleStatus,
-    Target,
-    Trigger,
     parse_schedule_id,
 )
+from .shards import MAX_SHARDS
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -56,11 +62,16 @@ log = logging.getLogger("hexeract_scheduler")
 
 DEFAULT_TABLE = "hexeract-schedules"
 DEFAULT_SHARDS = 4
-MAX_SHARDS = 256
 META_ID = "#meta"
 DUE_INDEX = "due-index"
 PAUSED_PREFIX = "p"
 CANDIDATES_PER_CLAIM = 4
+# The most rows one listing returns (the command line's --limit, the dead-letter function's limit).
+MAX_LIST_LIMIT = 1000
+# How often a wait under a deadline looks at the time left again.
+WAIT_SLICE_SECONDS = 0.25
+# How many more index pages a claim reads past entries known to be stuck.
+MAX_PAGES_PAST_STUCK = 4
 DEAD_LETTER_INDEX = "dead-letter-index"
 DEAD_LETTER_PK = "dead"
 CRASH_EXHAUSTED = "attempt budget exhausted by a crashed worker"
@@ -71,11 +82,13 @@ _SNAPSHOT_ATTRS = (
     "event_type, last_error, dead_lettered_at, leased_until"
 )
 # What a refused claim needs to know to tell a lost race from a budget crashed workers used up.
-_REFUSAL_ATTRS = "#st, attempts, max_attempts, leased_until"
+_REFUSAL_ATTRS = "#st, attempts, max_attempts, leased_until, due_shard, due_at"
 # Name placeholders: ``status`` is a DynamoDB reserved word.
 _ATTRIBUTE_NAMES = {"#st": "status"}
 # Removing these takes an item out of the due index, the listing, and fences any in-flight lease.
 _LEAVE_ACTIVE = "due_shard, due_at, leased_until, lease_token"
+# Dead-lettering (values from ``_dead_values``): out of the due index, into the dead-letter index.
+_DEAD_LETTER = f"SET #st = :dead, last_error = :err, dead_lettered_at = :now, dl_pk = :dl REMOVE {_LEAVE_ACTIVE}"
 
 
 def table_definition(table_name: str = DEFAULT_TABLE) -> dict[str, Any]:
@@ -135,53 +148,37 @@ def _short_error(error: str) -> str:
     return error if len(error) <= MAX_ERROR_CHARS else error[: MAX_ERROR_CHARS - 1] + "…"
 
 
-# Parsing a stored target or cron (regexes, a croniter evaluation) is on every claim's path; both
-# are immutable, so one parse per distinct value is enough.
-_target = lru_cache(maxsize=4096)(Target.parse)
-
-
-@lru_cache(maxsize=4096)
-def _cron_trigger(expression: str, tz: str | None) -> Trigger:
-    return Trigger(cron=CronSchedule(expression, tz))
-
-
-def _trigger_of(item: dict[str, Any]) -> Trigger:
-    if item["trigger_kind"]["S"] == "cron":
-        return _cron_trigger(item["cron"]["S"], item.get("tz", {}).get("S"))
-    return Trigger(at=from_ms(int(item["scheduled_for"]["N"])))
-
-
-def _trigger_label(item: dict[str, Any]) -> str:
-    if item["trigger_kind"]["S"] == "cron":
-        tz = item.get("tz", {}).get("S")
-        return f"cron:{item['cron']['S']}" + (f" tz={tz}" if tz else "")
-    return "delay"
-
-
-def _opt_ms(item: dict[str, Any], name: str) -> datetime | None:
-    return from_ms(int(item[name]["N"])) if name in item else None
-
-
-def snapshot_of(item: dict[str, Any]) -> ScheduleSnapshot:
-    return ScheduleSnapshot(
-        schedule_id=uuid.UUID(item["schedule_id"]["S"]),
-        status=ScheduleStatus(item["status"]["S"]),
-        scheduled_for=from_ms(int(item["scheduled_for"]["N"])),
-        attempts=int(item["attempts"]["N"]),
-        max_attempts=int(item["max_attempts"]["N"]),
-        trigger=_trigger_label(item),
-        target=item["target"]["S"],
-        event_type=item["event_type"]["S"],
-        last_error=item.get("last_error", {}).get("S"),
-        dead_lettered_at=_opt_ms(item, "dead_lettered_at"),
-        leased_until=_opt_ms(item, "leased_until"),
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class DueEntry:
-    schedule_id: uuid.UUID
+    """One due-index entry: the item's key as stored (it may not be a UUID: the table can hold
+    items this package did not write), its partition and its instant."""
+
+    key: str
     due_at_ms: int
+    shard: str = ""
+
+    @property
+    def schedule_id(self) -> uuid.UUID | None:
+        try:
+            return uuid.UUID(self.key)
+        except ValueError:
+            return None
+
+
+class Listing(list[ScheduleSnapshot]):
+    """A listing's rows, plus the items it left out because they cannot be read (key, reason)."""
+
+    def __init__(self, rows: Iterable[ScheduleSnapshot] = (), skipped: Iterable[tuple[str, str]] = ()) -> None:
+        super().__init__(rows)
+        self.skipped: list[tuple[str, str]] = list(skipped)
+
+
+def _entry(item: dict[str, Any], partition: str, sort_key: str) -> DueEntry | None:
+    """An index entry, or None if even its keys are malformed (nothing can address it)."""
+    try:
+        return DueEntry(item["schedule_id"]["S"], int(item[sort_key]["N"]), partition)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 @dataclass(slots=True)
@@ -194,6 +191,10 @@ class ClaimBatch:
 
     leased: list[LeasedOccurrence] = field(default_factory=list)
     swept: list[uuid.UUID] = field(default_factory=list)
+    # Unreadable items dead-lettered with their reason (key, reason), and those that could not
+    # even be dead-lettered (left where they are; the worker logs each key once).
+    quarantined: list[tuple[str, str]] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
     lost: int = 0
     next_due_ms: int | None = None
     more_due: bool = False
@@ -376,10 +377,12 @@ class DynamoScheduleStore:
         item = got.get("Item")
         if item is None:
             raise ScheduleNotFound(sid)
-        if item["status"]["S"] != ScheduleStatus.PAUSED.value:
+        reader = ItemReader(item)
+        if reader.status() is not ScheduleStatus.PAUSED:
             return False
-        stored = int(item["scheduled_for"]["N"])
-        trigger = _trigger_of(item)
+        stored = reader.integer("scheduled_for")
+        assert stored is not None
+        trigger = reader.trigger()
         update = "SET #st = :pending, due_shard = :shard, due_at = :due, scheduled_for = :due"
         values: dict[str, Any] = {
             ":pending": _s("pending"),
@@ -452,48 +455,60 @@ class DynamoScheduleStore:
 
     # -- listings --------------------------------------------------------------------------
 
-    def list_pending(self, limit: int = 50) -> list[ScheduleSnapshot]:
+    def list_pending(self, limit: int = 50) -> Listing:
         """Pending and paused schedules, soonest due first (the instant each is next attempted: its
         scheduled instant, or the end of its lease or retry delay): one Query per due-index
-        partition, merged, never a Scan."""
+        partition, merged, never a Scan. Unreadable items are left out and reported in
+        ``skipped``."""
         _check_limit(limit)
         partitions = [str(s) for s in range(self.shards)] + [f"{PAUSED_PREFIX}{s}" for s in range(self.shards)]
 
         def entries(window: int) -> list[DueEntry]:
             per_partition = [self._query_keys(DUE_INDEX, "due_shard", p, window, forward=True) for p in partitions]
-            merged = heapq.merge(*per_partition, key=lambda e: (e.due_at_ms, str(e.schedule_id)))
+            merged = heapq.merge(*per_partition, key=lambda e: (e.due_at_ms, e.key))
             return list(itertools.islice(merged, window))  # read only the items that can be listed
 
         rows = self._listing(entries, limit, (ScheduleStatus.PENDING, ScheduleStatus.PAUSED))
-        return sorted(rows, key=lambda s: (s.next_attempt, str(s.schedule_id)))
+        return Listing(sorted(rows, key=lambda s: (s.next_attempt, str(s.schedule_id))), rows.skipped)
 
-    def list_dead_letter(self, limit: int = 50) -> list[ScheduleSnapshot]:
-        """Dead-lettered schedules, most recently dead-lettered first (a Query, never a Scan)."""
+    def list_dead_letter(self, limit: int = 50) -> Listing:
+        """Dead-lettered schedules, most recently dead-lettered first (a Query, never a Scan).
+        Unreadable items are left out and reported in ``skipped``."""
         _check_limit(limit)
         rows = self._listing(
             lambda window: self._query_keys(DEAD_LETTER_INDEX, "dl_pk", DEAD_LETTER_PK, window, forward=False),
             limit,
             (ScheduleStatus.DEAD_LETTERED,),
         )
-        return sorted(rows, key=lambda s: (s.dead_lettered_at or s.scheduled_for, str(s.schedule_id)), reverse=True)
+        ordered = sorted(rows, key=lambda s: (s.dead_lettered_at or s.scheduled_for, str(s.schedule_id)), reverse=True)
+        return Listing(ordered, rows.skipped)
 
     def _listing(
         self, entries: Callable[[int], list[DueEntry]], limit: int, statuses: tuple[ScheduleStatus, ...]
-    ) -> list[ScheduleSnapshot]:
+    ) -> Listing:
         """Index keys in order → items read consistently → only those still in ``statuses``.
 
         The index is eventually consistent and items change under it (a worker delivers one while
         we list), so an entry can be gone by the time it is read: widen the window and read again
-        until ``limit`` rows hold or the index has no more.
+        until ``limit`` rows hold or the index has no more. An item that cannot be read is left
+        out and reported (key and reason), never allowed to fail the whole listing.
         """
         window = limit
         while True:
             found = entries(window)
-            items = self._batch_get([e.schedule_id for e in found])
-            rows = [snapshot_of(items[e.schedule_id]) for e in found if e.schedule_id in items]
+            items = self._batch_get([e.key for e in found])
+            rows: list[ScheduleSnapshot] = []
+            skipped: list[tuple[str, str]] = []
+            for entry in found:
+                if entry.key not in items:
+                    continue
+                try:
+                    rows.append(snapshot_of(items[entry.key]))
+                except UnreadableItem as bad:
+                    skipped.append((bad.key, bad.reason))
             rows = [r for r in rows if r.status in statuses][:limit]
             if len(rows) >= limit or len(found) < window or window >= limit * 8:
-                return rows
+                return Listing(rows, skipped)
             window *= 2
 
     def _query_keys(self, index: str, pk: str, value: str, limit: int, *, forward: bool) -> list[DueEntry]:
@@ -510,18 +525,18 @@ class DynamoScheduleStore:
         with aws_errors(f"listing {index}"):
             while len(out) < limit:
                 page = self.client.query(Limit=limit - len(out), **kwargs)
-                out += [
-                    DueEntry(uuid.UUID(i["schedule_id"]["S"]), int(i[sort_key]["N"])) for i in page.get("Items", [])
-                ]
+                entries = (_entry(i, value, sort_key) for i in page.get("Items", []))
+                out += [e for e in entries if e is not None]
                 if "LastEvaluatedKey" not in page:
                     break
                 kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return out
 
-    def _batch_get(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
-        found: dict[uuid.UUID, dict[str, Any]] = {}
-        for start in range(0, len(ids), 100):
-            keys: list[dict[str, Any]] = [_key(i) for i in dict.fromkeys(ids[start : start + 100])]
+    def _batch_get(self, keys_in_order: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The items with these keys (raw strings, as the index holds them), read consistently."""
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(keys_in_order), 100):
+            keys: list[dict[str, Any]] = [_key_raw(k) for k in dict.fromkeys(keys_in_order[start : start + 100])]
             request: dict[str, Any] = {
                 self.table_name: {
                     "Keys": keys,
@@ -534,7 +549,7 @@ class DynamoScheduleStore:
                 for _ in range(10):
                     resp = self.client.batch_get_item(RequestItems=request)
                     for item in resp.get("Responses", {}).get(self.table_name, []):
-                        found[uuid.UUID(item["schedule_id"]["S"])] = item
+                        found[item["schedule_id"]["S"]] = item
                     request = resp.get("UnprocessedKeys") or {}
                     if not request:
                         break
@@ -550,45 +565,65 @@ class DynamoScheduleStore:
         horizon: timedelta = timedelta(0),
         shards: Iterable[int] | None = None,
         executor: Executor | None = None,
+        skip: Collection[str] = (),
+        time_left: Callable[[], float | None] | None = None,
     ) -> list[DueEntry]:
         """Index entries due by ``now + horizon``, soonest first across the given shards.
 
         The index is eventually consistent and KEYS_ONLY: an entry is a hint, and the claim's
-        condition is the truth.
+        condition is the truth. An entry whose keys are malformed is dropped (nothing could
+        address it); one whose key is not a UUID is returned for the worker to quarantine.
+        Entries whose key is in ``skip`` (items known to be stuck) are read past, a few pages at
+        most, so they cannot hide the claimable entries behind them.
         """
         until = to_ms(now + horizon)
         shard_list = list(range(self.shards)) if shards is None else list(shards)
 
         def one(shard: int) -> list[DueEntry]:
+            kwargs: dict[str, Any] = {
+                "TableName": self.table_name,
+                "IndexName": DUE_INDEX,
+                "KeyConditionExpression": "due_shard = :s AND due_at <= :t",
+                "ExpressionAttributeValues": {":s": _s(str(shard)), ":t": _n(until)},
+                "Limit": limit,
+            }
+            out: list[DueEntry] = []
             with aws_errors(f"querying {DUE_INDEX}"):
-                page = self.client.query(
-                    TableName=self.table_name,
-                    IndexName=DUE_INDEX,
-                    KeyConditionExpression="due_shard = :s AND due_at <= :t",
-                    ExpressionAttributeValues={":s": _s(str(shard)), ":t": _n(until)},
-                    Limit=limit,
-                )
-            return [DueEntry(uuid.UUID(i["schedule_id"]["S"]), int(i["due_at"]["N"])) for i in page.get("Items", [])]
+                for _ in range(MAX_PAGES_PAST_STUCK + 1):
+                    page = self.client.query(**kwargs)
+                    entries = (_entry(i, str(shard), "due_at") for i in page.get("Items", []))
+                    out += [e for e in entries if e is not None and e.key not in skip]
+                    if len(out) >= limit or "LastEvaluatedKey" not in page or not skip:
+                        break
+                    kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            return out[:limit]
 
-        results = map_concurrently(executor, one, shard_list)
+        late = no_answer(f"querying {DUE_INDEX}")
+        results = map_concurrently(executor, one, shard_list, time_left=time_left, late=late)
         return list(heapq.merge(*results, key=lambda e: e.due_at_ms))
 
-    def claim(self, schedule_id: uuid.UUID, now: datetime, lease: timedelta) -> LeasedOccurrence | ClaimRefusal:
+    def claim(self, schedule_id: uuid.UUID, now: datetime, lease: timedelta) -> LeasedOccurrence | Refusal:
         """Claim one occurrence: in one conditional write, check it is pending, due, unleased and
         within budget; increment ``attempts``; stamp a fresh lease token and ``leased_until``.
 
         ``due_at`` moves to ``leased_until``: if this worker dies, the item is due again exactly
-        when the lease expires, and that re-claim counts against the budget.
+        when the lease expires, and that re-claim counts against the budget. A claimed item that
+        cannot be read (a missing payload, a stored target that no longer parses) is dead-lettered
+        at once with the reason, under the lease just taken, and reported as an unreadable refusal.
         """
         now_ms = to_ms(now)
-        until = now + lease
+        until = from_ms(to_ms(now + lease))
         token = uuid.uuid4().hex
         result = self._update(
             schedule_id,
             "SET attempts = attempts + :one, leased_until = :until, due_at = :until, lease_token = :tok",
-            "#st = :pending AND due_at <= :now AND attempts < max_attempts "
+            # attribute_type first: comparing a mistyped attempts fails the condition on DynamoDB,
+            # but makes some emulators (moto) answer 500 forever.
+            "#st = :pending AND due_at <= :now AND attribute_type(attempts, :num) "
+            "AND attribute_type(max_attempts, :num) AND attempts < max_attempts "
             "AND (attribute_not_exists(leased_until) OR leased_until <= :now)",
             {
+                ":num": _s("N"),
                 ":one": _n(1),
                 ":until": _n(to_ms(until)),
                 ":tok": _s(token),
@@ -600,21 +635,19 @@ class DynamoScheduleStore:
             return_new=True,
         )
         if not result.applied:
-            return _refusal(result.item, now_ms)
-        item = result.item
-        assert item is not None
-        return LeasedOccurrence(
-            schedule_id=schedule_id,
-            scheduled_for=from_ms(int(item["scheduled_for"]["N"])),
-            attempt=int(item["attempts"]["N"]),
-            max_attempts=int(item["max_attempts"]["N"]),
-            lease_token=token,
-            leased_until=from_ms(to_ms(until)),
-            target=_target(item["target"]["S"]),
-            trigger=_trigger_of(item),
-            payload=bytes(item["payload"]["B"]),
-            event_type=item["event_type"]["S"],
-        )
+            return _refusal(str(schedule_id), result.item, now_ms)
+        assert result.item is not None
+        try:
+            return occurrence_of(result.item, lease_token=token, leased_until=until)
+        except UnreadableItem as bad:
+            quarantined = self._fenced(
+                schedule_id,
+                _DEAD_LETTER,
+                "lease_token = :tok",
+                _dead_values(bad.reason, now, token=token),
+                "quarantining",
+            )
+            return Refusal(ClaimRefusal.UNREADABLE if quarantined else ClaimRefusal.LOST, bad.reason)
 
     def claim_due(
         self,
@@ -626,16 +659,31 @@ class DynamoScheduleStore:
         shards: Iterable[int] | None = None,
         executor: Executor | None = None,
         rng: random.Random | None = None,
+        skip: Collection[str] = (),
+        time_left: Callable[[], float | None] | None = None,
     ) -> ClaimBatch:
         """Find due entries and claim up to ``limit`` of them concurrently.
 
-        Entries whose budget a crashed worker exhausted are swept to dead-letter on the way.
+        On the way, entries whose budget crashed workers exhausted are swept to dead-letter, and
+        unreadable items are quarantined (dead-lettered with the reason), so neither can sit at the
+        head of a shard and starve the entries behind it. With ``time_left`` (see
+        ``map_concurrently``), no call is awaited past the end of the time left: a query that has
+        not answered fails the batch as a RetryableError, a claim that has not answered is left for
+        the next cycle (if it lands later, its lease expires unsent and the occurrence is claimed
+        again).
         """
+
         shard_list = list(range(self.shards)) if shards is None else list(shards)
         # Keys-only index entries are tiny: reading a few batches' worth costs no more read units
         # than one, and gives racing workers room to pick different items (below).
         entries = self.find_due(
-            now, limit * CANDIDATES_PER_CLAIM, horizon=horizon, shards=shard_list, executor=executor
+            now,
+            limit * CANDIDATES_PER_CLAIM,
+            horizon=horizon,
+            shards=shard_list,
+            executor=executor,
+            skip=skip,
+            time_left=time_left,
         )
         now_ms = to_ms(now)
         due = [e for e in entries if e.due_at_ms <= now_ms]
@@ -651,50 +699,80 @@ class DynamoScheduleStore:
         # backs off; otherwise the error is logged and the next cycle tries that entry again.
         errors: list[HexeractError] = []
 
-        def claim_one(e: DueEntry) -> tuple[DueEntry, LeasedOccurrence | ClaimRefusal | None]:
+        def claim_one(e: DueEntry) -> LeasedOccurrence | Refusal | None:
             try:
-                return e, self.claim(e.schedule_id, now, lease)
+                sid = e.schedule_id
+                if sid is None:
+                    return self._quarantine_entry(e, "unreadable item: schedule_id is not a UUID", now)
+                outcome = self.claim(sid, now, lease)
+                if isinstance(outcome, Refusal) and outcome.kind is ClaimRefusal.EXHAUSTED:
+                    swept = self.sweep_exhausted(sid, now)
+                    return outcome if swept else Refusal(ClaimRefusal.LOST)
+                if isinstance(outcome, Refusal) and outcome.kind is ClaimRefusal.STUCK:
+                    return self._quarantine_entry(e, outcome.reason, now)
+                return outcome
             except HexeractError as exc:
                 errors.append(exc)
-                return e, None
+                return None
 
-        for entry, outcome in map_concurrently(executor, claim_one, due):
+        def late(e: DueEntry) -> None:
+            errors.append(RetryableError(f"claiming {e.key}: no answer within the time left"))
+
+        outcomes = map_concurrently(executor, claim_one, due, time_left=time_left, late=late)
+        for entry, outcome in zip(due, outcomes, strict=True):
             if isinstance(outcome, LeasedOccurrence):
                 batch.leased.append(outcome)
-            elif outcome is ClaimRefusal.EXHAUSTED:
-                try:
-                    swept = self.sweep_exhausted(entry.schedule_id, now)
-                except HexeractError as exc:
-                    errors.append(exc)
-                    continue
-                if swept:
-                    batch.swept.append(entry.schedule_id)
-                else:
-                    batch.lost += 1
-            elif outcome is not None:
+            elif outcome is None:
+                continue
+            elif outcome.kind is ClaimRefusal.EXHAUSTED:
+                batch.swept.append(uuid.UUID(entry.key))
+            elif outcome.kind is ClaimRefusal.UNREADABLE:
+                batch.quarantined.append((entry.key, outcome.reason))
+            elif outcome.kind is ClaimRefusal.STUCK:
+                batch.unreadable.append((entry.key, outcome.reason))
+            else:
                 batch.lost += 1
         if errors:
-            if not batch.leased and not batch.swept:
+            if not batch.leased and not batch.swept and not batch.quarantined:
                 raise errors[0]
             for error in errors:
                 log.warning("claim left for the next cycle: %s", error)
         return batch
 
+    def _quarantine_entry(self, entry: DueEntry, reason: str, now: datetime) -> Refusal:
+        """Dead-letter an unreadable item that no claim can take, addressed by its raw key, if it
+        still sits where the index showed it (same partition, same instant, no live lease).
+
+        Refused (it moved meanwhile, or the item is not even addressable) it is reported STUCK and
+        left alone: the worker logs its key once."""
+        condition = (
+            "due_shard = :shard AND due_at = :due AND (attribute_not_exists(leased_until) OR NOT (leased_until > :now))"
+        )
+        values = _dead_values(reason, now) | {":shard": _s(entry.shard), ":due": _n(entry.due_at_ms)}
+        with aws_errors(f"quarantining item {entry.key!r}"):
+            try:
+                self.client.update_item(
+                    TableName=self.table_name,
+                    Key=_key_raw(entry.key),
+                    UpdateExpression=_DEAD_LETTER,
+                    ConditionExpression=condition,
+                    ExpressionAttributeValues=values,
+                    **_names(_DEAD_LETTER, condition),
+                )
+            except ClientError as exc:
+                if error_code(exc) not in ("ConditionalCheckFailedException", "ValidationException"):
+                    raise
+                return Refusal(ClaimRefusal.STUCK, reason)
+        return Refusal(ClaimRefusal.UNREADABLE, reason)
+
     def sweep_exhausted(self, schedule_id: uuid.UUID, now: datetime) -> bool:
         """Dead-letter a pending schedule whose budget crashed workers used up (lease expired)."""
-        now_ms = to_ms(now)
         return self._fenced(
             schedule_id,
-            f"SET #st = :dead, last_error = :err, dead_lettered_at = :now, dl_pk = :dl REMOVE {_LEAVE_ACTIVE}",
+            _DEAD_LETTER,
             "#st = :pending AND attempts >= max_attempts "
             "AND (attribute_not_exists(leased_until) OR leased_until <= :now)",
-            {
-                ":dead": _s("dead_lettered"),
-                ":err": _s(CRASH_EXHAUSTED),
-                ":now": _n(now_ms),
-                ":dl": _s(DEAD_LETTER_PK),
-                ":pending": _s("pending"),
-            },
+            _dead_values(CRASH_EXHAUSTED, now) | {":pending": _s("pending")},
             "sweeping",
         )
 
@@ -740,15 +818,9 @@ class DynamoScheduleStore:
         """The last attempt failed: dead-lettered, never claimed again until replayed."""
         return self._fenced(
             occ.schedule_id,
-            f"SET #st = :dead, last_error = :err, dead_lettered_at = :now, dl_pk = :dl REMOVE {_LEAVE_ACTIVE}",
+            _DEAD_LETTER,
             "lease_token = :tok",
-            {
-                ":dead": _s("dead_lettered"),
-                ":err": _s(_short_error(error)),
-                ":now": _n(to_ms(now)),
-                ":dl": _s(DEAD_LETTER_PK),
-                ":tok": _s(occ.lease_token),
-            },
+            _dead_values(error, now, token=occ.lease_token),
             "dead-lettering",
         )
 
@@ -823,27 +895,106 @@ class ClaimRefusal(enum.Enum):
 
     LOST = "lost"  # someone else holds or finished it, or the index entry was stale
     EXHAUSTED = "exhausted"  # pending, budget used up by crashed workers, lease expired: sweep it
+    STUCK = "stuck"  # due in a worker partition, but no claim can ever take it: quarantine it
+    UNREADABLE = "unreadable"  # an unreadable item, now quarantined (dead-lettered with the reason)
 
 
-def _refusal(old: dict[str, Any] | None, now_ms: int) -> ClaimRefusal:
-    if not old or old.get("status", {}).get("S") != "pending":
-        return ClaimRefusal.LOST
-    leased_until = int(old["leased_until"]["N"]) if "leased_until" in old else None
-    lease_free = leased_until is None or leased_until <= now_ms
-    if int(old["attempts"]["N"]) >= int(old["max_attempts"]["N"]) and lease_free:
-        return ClaimRefusal.EXHAUSTED
-    return ClaimRefusal.LOST
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    kind: ClaimRefusal
+    reason: str = ""
 
 
-def map_concurrently(executor: Executor | None, fn: Callable[[Any], T], items: Sequence[Any]) -> list[T]:
-    """``fn`` over ``items`` on the pool, results in order (inline for 0 or 1 item)."""
-    if executor is None or len(items) <= 1:
+def _refusal(key: str, old: dict[str, Any] | None, now_ms: int) -> Refusal:
+    """Why a claim was refused, from the item as it stood (see ``_update``). Only a due item that
+    still sits in a worker partition with no live lease can be EXHAUSTED or STUCK; anything else
+    (the entry was stale, another worker holds it) is LOST."""
+    if not old:
+        return Refusal(ClaimRefusal.LOST)
+    r = ItemReader(old)
+    try:
+        shard = r.string("due_shard", required=False)
+        due = r.integer("due_at", required=False)
+        leased_until = r.integer("leased_until", required=False)
+    except UnreadableItem as bad:
+        return Refusal(ClaimRefusal.STUCK, bad.reason)
+    if shard is None or shard.startswith(PAUSED_PREFIX) or due is None or due > now_ms:
+        return Refusal(ClaimRefusal.LOST)
+    if leased_until is not None and leased_until > now_ms:
+        # Every write that leases an item moves due_at with leased_until: due now under a lease
+        # in force is a state no worker wrote, and no claim can take it until the lease ends.
+        return Refusal(ClaimRefusal.STUCK, "unreadable item: due while a lease is in force")
+    try:
+        if r.status() is not ScheduleStatus.PENDING:
+            return Refusal(ClaimRefusal.STUCK, f"unreadable item: status {r.string('status')} in a due partition")
+        attempts, max_attempts = r.integer("attempts"), r.integer("max_attempts")
+    except UnreadableItem as bad:
+        return Refusal(ClaimRefusal.STUCK, bad.reason)
+    assert attempts is not None and max_attempts is not None
+    if attempts >= max_attempts:
+        return Refusal(ClaimRefusal.EXHAUSTED)
+    return Refusal(ClaimRefusal.LOST)
+
+
+def _dead_values(reason: str, now: datetime, *, token: str | None = None) -> dict[str, Any]:
+    """The values of ``_DEAD_LETTER`` (and of a fence on ``token``)."""
+    values = {
+        ":dead": _s(ScheduleStatus.DEAD_LETTERED.value),
+        ":err": _s(_short_error(reason)),
+        ":now": _n(to_ms(now)),
+        ":dl": _s(DEAD_LETTER_PK),
+    }
+    if token is not None:
+        values[":tok"] = _s(token)
+    return values
+
+
+def map_concurrently(
+    executor: Executor | None,
+    fn: Callable[[Any], T],
+    items: Sequence[Any],
+    *,
+    time_left: Callable[[], float | None] | None = None,
+    late: Callable[[Any], T] | None = None,
+) -> list[T]:
+    """``fn`` over ``items`` on the pool, results in order (inline for 0 or 1 item, no deadline).
+
+    With ``time_left`` (seconds left, or None for no limit yet, asked again every quarter second
+    so a deadline set meanwhile, e.g. by a stop, applies), an item whose call has not returned
+    when no time is left gives ``late(item)`` (which may raise); its call is left to finish on its
+    own: the caller's deadline wins over a hung request.
+    """
+    if executor is None or (time_left is None and len(items) <= 1):
         return [fn(i) for i in items]
-    return list(executor.map(fn, items))
+    if time_left is None:
+        return list(executor.map(fn, items))
+    futures = [executor.submit(fn, i) for i in items]
+    pending = set(futures)
+    while pending:
+        left = time_left()
+        if left is not None and left <= 0:
+            break
+        _, pending = wait(pending, timeout=WAIT_SLICE_SECONDS if left is None else min(left, WAIT_SLICE_SECONDS))
+    out: list[T] = []
+    for item, future in zip(items, futures, strict=True):
+        if future.done():
+            out.append(future.result())
+        else:
+            future.cancel()
+            assert late is not None, "a deadline needs a late() result"
+            out.append(late(item))
+    return out
 
 
 def _key_raw(value: str) -> dict[str, Any]:
     return {"schedule_id": _s(value)}
+
+
+def no_answer(what: str) -> Callable[[Any], Any]:
+    def late(_: Any) -> Any:
+        raise RetryableError(f"{what}: no answer within the time left")
+
+    return late
 
 
 def _check_shards(shards: int) -> None:
@@ -852,5 +1003,5 @@ def _check_shards(shards: int) -> None:
 
 
 def _check_limit(limit: int) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInput(f"limit must be a positive integer, got {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+        raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIST_LIMIT}, got {limit!r}")

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import logging
+import queue
 import random
 import threading
-from collections.abc import Iterable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from .clock import Clock, SystemClock, from_ms, rfc3339, to_ms
 from .errors import ConfigError, EndpointUnreachable, HexeractError, RetryableError, TableMissing
 from .model import LeasedOccurrence
 from .sinks import Dispatcher, Outcome
-from .store import DynamoScheduleStore, map_concurrently
+from .store import DynamoScheduleStore, map_concurrently, no_answer
 
+T = TypeVar("T")
 log = logging.getLogger("hexeract_scheduler")
 
 MAX_LAG_SAMPLES = 10_000
 MAX_UNREACHABLE_IN_ROW = 5
+MAX_REPORTED_KEYS = 10_000
+STUCK_RECHECK_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,10 @@ class CycleSummary:
     ``skipped``: claimed, but the lease had already expired before dispatch, so not sent.
     ``failed_cycles``: cycles that ended on an error other than a transient AWS one (logged with
     its cause; the loop went on).
+    ``quarantined``: unreadable items dead-lettered with the reason (a missing attribute, a stored
+    target or cron that no longer parses, a key that is not a UUID).
+    ``unreadable``: unreadable items that could not even be quarantined, left where they are (each
+    key is logged once per worker).
     """
 
     claimed: int = 0
@@ -112,6 +120,8 @@ class CycleSummary:
     skipped: int = 0
     lost_claims: int = 0
     failed_cycles: int = 0
+    quarantined: int = 0
+    unreadable: int = 0
     cycles: int = 0
     lag_ms: list[int] = field(default_factory=list)
     next_due_ms: int | None = None
@@ -129,6 +139,8 @@ class CycleSummary:
             "skipped",
             "lost_claims",
             "failed_cycles",
+            "quarantined",
+            "unreadable",
             "cycles",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -148,6 +160,8 @@ class CycleSummary:
             "lease_lost": self.lease_lost,
             "skipped": self.skipped,
             "failed_cycles": self.failed_cycles,
+            "quarantined": self.quarantined,
+            "unreadable": self.unreadable,
         }
 
 
@@ -178,6 +192,10 @@ class SchedulerWorker:
         self.executor = executor or ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="hexeract")
         self._stop = threading.Event()
         self._shards: tuple[int, ...] | None = None
+        self._reported: set[str] = set()  # unreadable keys already logged
+        self._stuck: dict[str, float] = {}  # unreadable keys -> clock.monotonic() to look at again
+        self._run_by: float | None = None  # run()'s hard deadline
+        self._stop_by: float | None = None  # stop()'s grace
 
     def close(self) -> None:
         if self._own_executor:
@@ -189,9 +207,22 @@ class SchedulerWorker:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def stop(self) -> None:
-        """Ask ``run`` to return after the current cycle."""
+    def stop(self, grace: float | None = None) -> None:
+        """Ask ``run`` to return after the current cycle; with ``grace`` (seconds), no AWS call of
+        that cycle is awaited longer than that from now (a hung request must not hold a stopping
+        worker)."""
+        if grace is not None:
+            self._stop_by = self.clock.monotonic() + grace
         self._stop.set()
+
+    def _hard_deadline(self) -> float | None:
+        """The ``clock.monotonic()`` instant past which no AWS call is awaited, if any."""
+        limits = [t for t in (self._run_by, self._stop_by) if t is not None]
+        return min(limits) if limits else None
+
+    def _time_left(self) -> float | None:
+        hard = self._hard_deadline()
+        return None if hard is None else hard - self.clock.monotonic()
 
     @property
     def shards(self) -> tuple[int, ...]:
@@ -204,32 +235,74 @@ class SchedulerWorker:
             self._shards = tuple(wanted)
         return self._shards
 
+    def resolve_shards(self, timeout: float | None = None) -> tuple[int, ...]:
+        """``shards``, whose first use reads the table's shard count, waiting at most ``timeout``
+        seconds for that read (RetryableError past it)."""
+        if self._shards is not None or timeout is None:
+            return self.shards
+        until = self.clock.monotonic() + timeout
+        late = no_answer("reading the table's shard count")
+        return map_concurrently(
+            self.executor, lambda _: self.shards, [None], time_left=lambda: until - self.clock.monotonic(), late=late
+        )[0]
+
+    def _bounded_shards(self) -> tuple[int, ...]:
+        late = no_answer("reading the table's shard count")
+        return map_concurrently(self.executor, lambda _: self.shards, [None], time_left=self._time_left, late=late)[0]
+
     # -- one cycle -------------------------------------------------------------------------
 
     def run_once(self) -> CycleSummary:
-        """One poll cycle: claim up to ``batch_size`` due occurrences, send them, ack each."""
+        """One poll cycle: claim up to ``batch_size`` due occurrences, send them, ack each.
+
+        Under a hard deadline (``run(hard_deadline=...)``, ``stop(grace=...)``) no call is awaited
+        past it: a claim not answered in time is left to expire unsent, a send not answered counts
+        as a failed attempt, an ack not answered as a lost one (the lease expires, the occurrence
+        is claimed again). Nothing is lost, and the cycle returns on time.
+        """
         cfg = self.config
         summary = CycleSummary(cycles=1)
+        left = self._time_left()
+        if left is not None and left <= 0:
+            return summary
+        now_mono = self.clock.monotonic()
+        for key in [k for k, until in self._stuck.items() if until <= now_mono]:
+            del self._stuck[key]
         batch = self.store.claim_due(
             self.clock.now(),
             cfg.lease,
             cfg.batch_size,
             horizon=cfg.poll_interval,
-            shards=self.shards,
+            shards=self._shards if self._shards is not None else self._bounded_shards(),
             executor=self.executor,
             rng=self.rng,
+            skip=frozenset(self._stuck),
+            time_left=self._time_left,
         )
         summary.claimed = len(batch.leased)
         summary.swept = len(batch.swept)
         summary.lost_claims = batch.lost
         summary.next_due_ms = batch.next_due_ms
         summary.more_due = batch.more_due
+        summary.quarantined = len(batch.quarantined)
+        summary.unreadable = len(batch.unreadable)
         for sid in batch.swept:
             log.warning(
                 "swept to dead-letter: %s",
                 "attempt budget exhausted by a crashed worker",
                 extra={"schedule_id": str(sid)},
             )
+        for key, reason in batch.quarantined:
+            log.error("quarantined (dead-lettered): %s", reason, extra={"item_key": key})
+        for key, reason in batch.unreadable:
+            # Read past it for a while (it would hide the entries behind it), then look again.
+            if len(self._stuck) < MAX_REPORTED_KEYS:
+                self._stuck[key] = self.clock.monotonic() + STUCK_RECHECK_SECONDS
+            if key not in self._reported and len(self._reported) < MAX_REPORTED_KEYS:
+                self._reported.add(key)
+                log.error(
+                    "unreadable item left in place (could not be quarantined): %s", reason, extra={"item_key": key}
+                )
         if not batch.leased:
             return summary
 
@@ -242,11 +315,22 @@ class SchedulerWorker:
         def on_sent(occ: LeasedOccurrence) -> None:
             sent_at[occ.lease_token] = self.clock.now()
 
-        outcomes = self.dispatcher.dispatch(
-            live, executor=self.executor, timeout=cfg.dispatch_timeout.total_seconds(), on_sent=on_sent
-        )
+        timeout = cfg.dispatch_timeout.total_seconds()
+        left = self._time_left()
+        if left is not None:
+            timeout = max(min(timeout, left), 0.0)
+        outcomes = self.dispatcher.dispatch(live, executor=self.executor, timeout=timeout, on_sent=on_sent)
+
+        def unanswered(pair: tuple[LeasedOccurrence, Any]) -> tuple[str, bool]:
+            log.error("ack not answered within the time left, the lease will expire", extra=_keys(pair[0]))
+            return "ack_failed", False
+
         results = map_concurrently(
-            self.executor, lambda pair: self._settle(*pair), list(zip(live, outcomes, strict=True))
+            self.executor,
+            lambda pair: self._settle(*pair),
+            list(zip(live, outcomes, strict=True)),
+            time_left=self._time_left,
+            late=unanswered,
         )
         for occ, (kind, applied) in zip(live, results, strict=True):
             if not applied:
@@ -291,10 +375,14 @@ class SchedulerWorker:
 
     # -- the loop --------------------------------------------------------------------------
 
-    def run(self, *, deadline: float | None = None, cycles: int | None = None) -> CycleSummary:
+    def run(
+        self, *, deadline: float | None = None, cycles: int | None = None, hard_deadline: float | None = None
+    ) -> CycleSummary:
         """Poll until ``deadline`` (a ``clock.monotonic()`` value), ``cycles`` cycles, or ``stop()``.
 
         A cycle starts only if a whole batch (``dispatch_timeout``) still fits before the deadline.
+        ``hard_deadline`` bounds every AWS call of the loop (see ``run_once``): with it, ``run``
+        returns by then even if the endpoint hangs.
         Between cycles: ``min_cycle_delay`` when a full batch was claimed (there may be more), else
         sleep until the next due instant seen in the look-ahead, or ``poll_interval`` at most.
         Throttling and transient AWS errors back off and retry. Any other failure of a cycle is
@@ -307,10 +395,14 @@ class SchedulerWorker:
         total = CycleSummary()
         budget = cfg.dispatch_timeout.total_seconds()
         errors_in_row = 0
+        self._run_by = hard_deadline
         while not self._stop.is_set():
             if deadline is not None and self.clock.monotonic() + budget > deadline:
                 break
             if cycles is not None and total.cycles >= cycles:
+                break
+            left = self._time_left()
+            if left is not None and left <= 0:
                 break
             try:
                 cycle = self.run_once()
@@ -336,7 +428,10 @@ class SchedulerWorker:
                 self._sleep(cfg.poll_interval.total_seconds(), deadline)
                 continue
             total.add(cycle)
-            if cycle.more_due or (cycle.claimed and cycle.claimed == cfg.batch_size):
+            # More may be due: go again at once, but only after a cycle that made progress; one
+            # that claimed nothing (every due entry refused) waits like an idle one, never spins.
+            progressed = cycle.claimed or cycle.swept or cycle.quarantined
+            if progressed and (cycle.more_due or cycle.claimed == cfg.batch_size):
                 self._sleep(cfg.min_cycle_delay.total_seconds(), deadline)
                 continue
             wait = cfg.poll_interval.total_seconds()
@@ -346,28 +441,45 @@ class SchedulerWorker:
         return total
 
     def _sleep(self, seconds: float, deadline: float | None) -> None:
-        if deadline is not None:
-            seconds = min(seconds, max(deadline - self.clock.monotonic(), 0.0))
+        limits = [t for t in (deadline, self._hard_deadline()) if t is not None]
+        if limits:
+            seconds = min(seconds, max(min(limits) - self.clock.monotonic(), 0.0))
         if seconds > 0 and not self._stop.is_set():
             self.clock.sleep(seconds)
 
 
+class DaemonExecutor(Executor):
+    """A fixed pool of daemon threads: unlike ``ThreadPoolExecutor``'s, they never hold the process
+    at exit. A stopping command-line worker exits on time even while a hung request waits out its
+    read timeout: that request is abandoned, which at-least-once delivery covers (its lease
+    expires and the occurrence is claimed again)."""
+
+    def __init__(self, workers: int, name: str = "hexeract") -> None:
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None]
+        self._queue = queue.SimpleQueue()
+        self._workers = workers
+        for i in range(workers):
+            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True).start()
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+        self._queue.put((future, fn, args, kwargs))
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        for _ in range(self._workers):
+            self._queue.put(None)
+
+    def _work(self) -> None:
+        while (task := self._queue.get()) is not None:
+            future, fn, args, kwargs = task
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
 def _keys(occ: LeasedOccurrence) -> dict[str, Any]:
     return {"schedule_id": str(occ.schedule_id), "occurrence_id": str(occ.occurrence_id), "attempt": occ.attempt}
-
-
-def parse_shards(text: str | None) -> tuple[int, ...] | None:
-    """``"all"``/empty → None; ``"0-3"`` → (0, 1, 2, 3); ``"0,2,5"`` → (0, 2, 5)."""
-    if text is None or text.strip() in ("", "all", "*"):
-        return None
-    out: list[int] = []
-    try:
-        for part in text.split(","):
-            lo, sep, hi = part.strip().partition("-")
-            rng: Iterable[int] = range(int(lo), int(hi) + 1) if sep else (int(lo),)
-            out.extend(rng)
-    except ValueError:
-        raise ConfigError(f"invalid shard range {text!r}: expected all, N-M or N,M,...") from None
-    if not out or any(s < 0 for s in out):
-        raise ConfigError(f"invalid shard range {text!r}: expected all, N-M or N,M,...")
-    return tuple(sorted(set(out)))

@@ -1,0 +1,153 @@
+"""Stored items -> domain objects, refusing anything malformed with :class:`UnreadableItem`.
+
+The table may hold items this package did not write (by hand, a bug, a migration). Every read of
+an item goes through here, so a missing attribute, a wrong type, a schedule id that is not a UUID
+or a stored target or cron that no longer parses becomes one ``UnreadableItem`` naming the item's
+key and the problem, never a ``KeyError`` or ``ValueError`` that would stop a worker or a listing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from .clock import from_ms
+from .cron import CronSchedule
+from .errors import HexeractError, UnreadableItem
+from .model import LeasedOccurrence, ScheduleSnapshot, ScheduleStatus, Target, Trigger
+
+# Parsing a stored target or cron (regexes, a croniter evaluation) is on every claim's path; both
+# are immutable, so one parse per distinct value is enough.
+_target = lru_cache(maxsize=4096)(Target.parse)
+
+
+@lru_cache(maxsize=4096)
+def _cron_trigger(expression: str, tz: str | None) -> Trigger:
+    return Trigger(cron=CronSchedule(expression, tz))
+
+
+class ItemReader:
+    """Typed access to one item's attributes; every problem is an ``UnreadableItem``."""
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        self.item = item
+        raw = item.get("schedule_id")
+        self.key = raw["S"] if isinstance(raw, dict) and isinstance(raw.get("S"), str) else repr(raw)
+
+    def bad(self, reason: str) -> UnreadableItem:
+        return UnreadableItem(self.key, reason)
+
+    def get(self, name: str, kind: str, *, required: bool = True) -> Any:
+        value = self.item.get(name)
+        if value is None:
+            if required:
+                raise self.bad(f"unreadable item: missing {name}")
+            return None
+        if not isinstance(value, dict) or kind not in value:
+            raise self.bad(f"unreadable item: {name} is not of type {kind}")
+        return value[kind]
+
+    def string(self, name: str, *, required: bool = True) -> str | None:
+        return self.get(name, "S", required=required)  # type: ignore[no-any-return]
+
+    def integer(self, name: str, *, required: bool = True) -> int | None:
+        raw = self.get(name, "N", required=required)
+        if raw is None:
+            return None
+        try:
+            return int(raw)
+        except ValueError:
+            raise self.bad(f"unreadable item: {name} is not an integer ({raw!r})") from None
+
+    def instant(self, name: str, *, required: bool = True) -> datetime | None:
+        ms = self.integer(name, required=required)
+        if ms is None:
+            return None
+        try:
+            return from_ms(ms)
+        except (OverflowError, ValueError, OSError):
+            raise self.bad(f"unreadable item: {name} is out of range ({ms})") from None
+
+    def schedule_id(self) -> uuid.UUID:
+        raw = self.string("schedule_id")
+        try:
+            return uuid.UUID(raw)
+        except (ValueError, TypeError):
+            raise self.bad("unreadable item: schedule_id is not a UUID") from None
+
+    def status(self) -> ScheduleStatus:
+        raw = self.string("status")
+        try:
+            return ScheduleStatus(raw)
+        except ValueError:
+            raise self.bad(f"unreadable item: unknown status {raw!r}") from None
+
+    def trigger_kind(self) -> str:
+        kind = self.string("trigger_kind")
+        if kind not in ("cron", "delay"):
+            raise self.bad(f"unreadable item: unknown trigger_kind {kind!r}")
+        return kind
+
+    def trigger(self) -> Trigger:
+        if self.trigger_kind() == "cron":
+            expression = self.string("cron")
+            assert expression is not None
+            try:
+                return _cron_trigger(expression, self.string("tz", required=False))
+            except HexeractError as exc:
+                raise self.bad(f"stored cron no longer parses: {exc}") from None
+        at = self.instant("scheduled_for")
+        assert at is not None
+        return Trigger(at=at)
+
+    def trigger_label(self) -> str:
+        if self.trigger_kind() == "cron":
+            tz = self.string("tz", required=False)
+            return f"cron:{self.string('cron')}" + (f" tz={tz}" if tz else "")
+        return "delay"
+
+    def target(self) -> Target:
+        text = self.string("target")
+        assert text is not None
+        try:
+            return _target(text)
+        except HexeractError as exc:
+            raise self.bad(f"stored target no longer parses: {exc}") from None
+
+
+def snapshot_of(item: dict[str, Any]) -> ScheduleSnapshot:
+    """What ``inspect`` and the listings show (everything but the payload)."""
+    r = ItemReader(item)
+    return ScheduleSnapshot(
+        schedule_id=r.schedule_id(),
+        status=r.status(),
+        scheduled_for=r.instant("scheduled_for"),  # type: ignore[arg-type]
+        attempts=r.integer("attempts"),  # type: ignore[arg-type]
+        max_attempts=r.integer("max_attempts"),  # type: ignore[arg-type]
+        trigger=r.trigger_label(),
+        target=r.string("target"),  # type: ignore[arg-type]
+        event_type=r.string("event_type"),  # type: ignore[arg-type]
+        last_error=r.string("last_error", required=False),
+        dead_lettered_at=r.instant("dead_lettered_at", required=False),
+        leased_until=r.instant("leased_until", required=False),
+    )
+
+
+def occurrence_of(item: dict[str, Any], *, lease_token: str, leased_until: datetime) -> LeasedOccurrence:
+    """The occurrence a claim just leased, from the item the claiming write returned."""
+    r = ItemReader(item)
+    payload = r.get("payload", "B")
+    return LeasedOccurrence(
+        schedule_id=r.schedule_id(),
+        scheduled_for=r.instant("scheduled_for"),  # type: ignore[arg-type]
+        attempt=r.integer("attempts"),  # type: ignore[arg-type]
+        max_attempts=r.integer("max_attempts"),  # type: ignore[arg-type]
+        lease_token=lease_token,
+        leased_until=leased_until,
+        target=r.target(),
+        trigger=r.trigger(),
+        payload=bytes(payload),
+        event_type=r.string("event_type"),  # type: ignore[arg-type]
+    )
