@@ -466,3 +466,23 @@ def test_every_command_has_help_and_the_shared_options():
         assert ("--limit" in result.stdout) == (leaf in (["list"], ["dead-letter", "list"])), leaf
     assert CliRunner().invoke(main, ["--version"]).exit_code == 0
     assert CliRunner().invoke(main, ["scheduler", "frobnicate"]).exit_code == 2
+
+
+def test_listings_show_what_they_can_and_report_unreadable_items(hexeract, store, queue):
+    """An item written by hand with a key that is not a UUID: `list` and `dead-letter list` still
+    list every readable schedule (exit 0) and name the item they skipped on stderr."""
+    good = add(hexeract, "--at", "+1h", "--target", queue.target)
+    item = store.client.get_item(TableName=store.table_name, Key={"schedule_id": {"S": good}})["Item"]
+    store.client.put_item(TableName=store.table_name, Item={**item, "schedule_id": {"S": "hand-written"}})
+    dead = {k: v for k, v in item.items() if k not in ("due_shard", "due_at")}
+    dead |= {"schedule_id": {"S": "dead-by-hand"}, "status": {"S": "dead_lettered"}, "dl_pk": {"S": "dead"}}
+    store.client.put_item(TableName=store.table_name, Item={**dead, "dead_lettered_at": {"N": "1"}})
+
+    result = hexeract("scheduler", "list", "--format", "json")
+    assert [i["schedule_id"] for i in json.loads(ok(result))] == [good]
+    assert result.stderr == (
+        "warning: skipped 1 unreadable item(s): 'hand-written': unreadable item: schedule_id is not a UUID\n"
+    )
+    result = hexeract("scheduler", "dead-letter", "list")
+    assert ok(result).strip() == "no dead-lettered schedules"
+    assert "'dead-by-hand'" in result.stderr
