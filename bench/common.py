@@ -28,8 +28,8 @@ for _var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
 
 from hexeract_scheduler.aws import ClientFactory, Connection  # noqa: E402
 from hexeract_scheduler.clock import UTC  # noqa: E402
+from hexeract_scheduler.dynamo import DynamoScheduleStore  # noqa: E402
 from hexeract_scheduler.model import ScheduledMessage, Target, Trigger  # noqa: E402
-from hexeract_scheduler.store import DynamoScheduleStore  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BIN = Path(sys.executable).parent

@@ -1,6 +1,6 @@
 """Cost per delivered occurrence: DynamoDB capacity units computed from item sizes (no AWS needed).
 
-The items and update expressions mirror ``store.py`` step by step (insert, claim, mark_delivered,
+The items and update expressions mirror ``hexeract_scheduler.dynamo`` step by step (insert, claim, mark_delivered,
 reschedule, mark_failed, mark_dead_lettered), with DynamoDB's documented accounting:
 
 * item size = Σ (attribute name bytes + value bytes); a string is its UTF-8 length, binary its

@@ -20,8 +20,8 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from hexeract_scheduler.aws import ClientFactory, Connection
 from hexeract_scheduler.clock import SystemClock, to_ms
+from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.sinks import Dispatcher
-from hexeract_scheduler.store import DynamoScheduleStore
 from hexeract_scheduler.worker import SchedulerWorker, SchedulerWorkerConfig
 
 from .common import write_result

@@ -13,9 +13,9 @@ import time
 from datetime import datetime, timedelta
 
 from hexeract_scheduler.clock import UTC, SystemClock
+from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.model import ScheduledMessage, Target
 from hexeract_scheduler.sinks import Dispatcher
-from hexeract_scheduler.store import DynamoScheduleStore
 from hexeract_scheduler.worker import SchedulerWorker, SchedulerWorkerConfig
 
 from .common import RESULTS, Purger, clients_for, inject_latency, moto_server, percentile, write_result

@@ -28,9 +28,9 @@ os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 
 from hexeract_scheduler.aws import ClientFactory, Connection  # noqa: E402
 from hexeract_scheduler.clock import UTC, ManualClock  # noqa: E402
+from hexeract_scheduler.dynamo import DynamoScheduleStore  # noqa: E402
 from hexeract_scheduler.local import LocalEndpoint, spawn_dynalite, spawn_local_endpoint  # noqa: E402
 from hexeract_scheduler.sinks import Dispatcher  # noqa: E402
-from hexeract_scheduler.store import DynamoScheduleStore  # noqa: E402
 from hexeract_scheduler.worker import SchedulerWorker, SchedulerWorkerConfig  # noqa: E402
 
 _names = itertools.count()

@@ -8,6 +8,7 @@ import logging
 import math
 import re
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,10 @@ import pytest
 import yaml
 
 from hexeract_scheduler import observability
+from hexeract_scheduler.dynamo import table_definition
 from hexeract_scheduler.lambda_ops import parse_dead_letter_request
 from hexeract_scheduler.settings import BOUNDS, ENV_VARS, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
 from hexeract_scheduler.shards import MAX_SHARDS
-from hexeract_scheduler.store import table_definition
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_SERVICES = ("dynamodb:", "sqs:", "sns:", "kms:", "s3:")
@@ -319,7 +320,7 @@ def test_alarms_watch_metrics_the_dispatcher_emits(template):
     emitted = set(observability.COUNT_METRICS) | {observability.LAG_METRIC}
     for props in alarms.values():
         p = props["Properties"]
-        if p["Namespace"] == "AWS/Lambda":
+        if p["Namespace"] in ("AWS/Lambda", "AWS/SQS"):  # AWS's own metrics
             continue
         assert p["MetricName"] in emitted
         assert p["Namespace"] == {"Ref": "MetricsNamespace"}
@@ -361,3 +362,268 @@ def test_demo_targets_are_optional(template):
     for name in ("DemoQueue", "DemoTopic"):
         assert template["Resources"][name]["Condition"] == "CreateDemo"
     assert template["Conditions"]["CreateDemo"] == {"Fn::Equals": [{"Ref": "CreateDemoTargets"}, "true"]}
+
+
+# -- guided deploy: parameters, groups, the target rule ----------------------------------------
+
+FIRST_GROUP = ["TargetQueueArns", "TargetTopicArns", "CreateDemoTargets", "AlarmTopicArn", "LagAlarmThresholdMs"]
+
+
+def interface(template: dict[str, Any]) -> dict[str, Any]:
+    return template["Metadata"]["AWS::CloudFormation::Interface"]  # type: ignore[no-any-return]
+
+
+def test_every_parameter_is_in_exactly_one_group_with_a_label_and_a_description(template):
+    params = template["Parameters"]
+    groups = interface(template)["ParameterGroups"]
+    labels = interface(template)["ParameterLabels"]
+    grouped = [name for group in groups for name in group["Parameters"]]
+    assert sorted(grouped) == sorted(params), "each parameter in exactly one group, and only parameters"
+    for group in groups:
+        assert set(group) == {"Label", "Parameters"} and group["Parameters"], group
+        assert isinstance(group["Label"]["default"], str) and group["Label"]["default"].strip(), group
+    assert set(labels) == set(params)
+    for name, param in params.items():
+        label = labels[name]["default"]
+        assert set(labels[name]) == {"default"} and isinstance(label, str) and label.strip(), name
+        description = param.get("Description")
+        assert isinstance(description, str) and len(description) >= 40, f"{name}: no real Description"
+        assert len(description) <= 4000 and "\n" not in description, name  # CloudFormation's limit; one paragraph
+        # the default's meaning and the accepted values are in the description
+        assert "default" in description.lower(), f"{name}: the Description does not say what the default means"
+        if param["Type"] == "Number" and "MaxValue" in param:
+            assert f"{param['MinValue']}-{param['MaxValue']}" in description, f"{name}: range not described"
+
+
+def test_targets_and_alarms_come_first_and_internals_last(template):
+    groups = interface(template)["ParameterGroups"]
+    assert groups[0]["Parameters"] == FIRST_GROUP
+    assert [g["Parameters"][0] for g in groups[1:3]] == ["TableName", "DispatchPeriodMinutes"]
+    assert "internals" in groups[-1]["Label"]["default"]
+    assert {"BatchSize", "LeaseSeconds", "Concurrency", "PollIntervalMs"} <= set(groups[-1]["Parameters"])
+
+
+def test_the_parameters_are_declared_in_the_order_of_their_groups(template):
+    """``sam deploy --guided`` ignores the Interface metadata: it asks every parameter, by name, in
+    the order of the Parameters section (samcli/commands/deploy/guided_context.py). Declaring them
+    in group order is what puts the targets and alarms first there too."""
+    grouped = [name for group in interface(template)["ParameterGroups"] for name in group["Parameters"]]
+    assert list(template["Parameters"]) == grouped
+
+
+def evaluate_rule(expr: Any, values: dict[str, Any]) -> Any:
+    """A rule condition or assertion evaluated as CloudFormation does, with the parameter values given
+    (a CommaDelimitedList's value is the list CloudFormation splits it into: "" is [""])."""
+    if isinstance(expr, dict) and len(expr) == 1:
+        ((fn, args),) = expr.items()
+        if fn == "Ref":
+            return values[args]
+        ev = [evaluate_rule(a, values) for a in _as_list(args)]
+        if fn == "Fn::Or":
+            return any(ev)
+        if fn == "Fn::And":
+            return all(ev)
+        if fn == "Fn::Not":
+            return not ev[0]
+        if fn == "Fn::Equals":
+            return ev[0] == ev[1]
+        if fn == "Fn::EachMemberEquals":
+            return all(member == ev[1] for member in ev[0])
+        if fn == "Fn::Contains":
+            return ev[1] in ev[0]
+        raise AssertionError(f"{fn} is not a rule function this test knows")
+    if isinstance(expr, list):
+        return [evaluate_rule(e, values) for e in expr]
+    return expr
+
+
+def _refs(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["Ref"]} if set(node) == {"Ref"} else set()
+        return found.union(*(_refs(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_refs(v) for v in node))
+    return set()
+
+
+def _parameter_values(template: dict[str, Any], **overrides: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, param in template["Parameters"].items():
+        raw = overrides.get(name, str(param["Default"]))
+        values[name] = raw.split(",") if param["Type"] == "CommaDelimitedList" else raw
+    return values
+
+
+def test_a_stack_with_no_target_is_refused_unless_it_asks_for_the_demo_targets(template):
+    rules = template["Rules"]
+    assertions = [(name, a) for name, rule in rules.items() for a in rule["Assertions"]]
+    assert len(assertions) == 1
+    name, assertion = assertions[0]
+    assert "RuleCondition" not in rules[name]  # always applies
+    assert _refs(assertion["Assert"]) == {"TargetQueueArns", "TargetTopicArns", "CreateDemoTargets"}
+    message = assertion["AssertDescription"]
+    assert "\n" not in message and len(message) <= 200
+    for param in ("TargetQueueArns", "TargetTopicArns", "CreateDemoTargets"):
+        assert param in message
+
+    def accepted(**overrides: str) -> bool:
+        return bool(evaluate_rule(assertion["Assert"], _parameter_values(template, **overrides)))
+
+    queue = "arn:aws:sqs:eu-west-1:123456789012:orders"
+    topic = "arn:aws:sns:eu-west-1:123456789012:reminders"
+    assert not accepted(), "every default accepted must not make a stack that can send to nothing"
+    assert not accepted(TargetQueueArns=",", TargetTopicArns="")
+    assert accepted(TargetQueueArns=queue)
+    assert accepted(TargetTopicArns=topic)
+    assert accepted(TargetQueueArns=f"{queue},{queue}.fifo", TargetTopicArns=topic)
+    assert accepted(CreateDemoTargets="true")
+    # an empty list however CloudFormation represents it
+    assert not evaluate_rule(assertion["Assert"], {**_parameter_values(template), "TargetQueueArns": []})
+
+
+# -- tracing and failed dispatcher invocations -------------------------------------------------
+
+
+def test_both_functions_trace_with_xray_through_generated_roles(template):
+    """With Tracing Active, SAM adds its X-Ray write policy to the role it generates for a function;
+    a function with a Role of its own would not get it."""
+    assert template["Globals"]["Function"]["Tracing"] == "Active"
+    for name, fn in resources(template, "AWS::Serverless::Function").items():
+        assert "Role" not in fn["Properties"], f"{name}: a role of its own gets no X-Ray permission from SAM"
+        assert "Tracing" not in fn["Properties"], name
+
+
+def test_a_failed_dispatcher_invocation_leaves_a_message_and_raises_an_alarm(template):
+    queue_arn = {"Fn::GetAtt": ["DispatcherFailuresQueue", "Arn"]}
+    queue = template["Resources"]["DispatcherFailuresQueue"]
+    assert queue["Type"] == "AWS::SQS::Queue" and "Condition" not in queue
+    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 86400  # the longest SQS keeps a message
+
+    for name in ("DispatcherFunction", "SecondDispatcherFunction"):
+        props = template["Resources"][name]["Properties"]
+        # Lambda's own retries spent (or the event too old): the record goes to the queue ...
+        on_failure = props["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]
+        assert on_failure == {"Type": "SQS", "Destination": queue_arn}, name
+        # ... and a start EventBridge Scheduler could not deliver at all too.
+        schedule = props["Events"]["Every"]["Properties"]
+        assert schedule["DeadLetterConfig"] == {"Arn": queue_arn}, name
+
+    alarm = template["Resources"]["DispatcherFailuresAlarm"]["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["DispatcherFailuresQueue", "QueueName"]}}
+    ]
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    assert alarm["TreatMissingData"] == "notBreaching"  # SQS stops reporting an idle, empty queue
+    others = template["Resources"]["DeadLetteredAlarm"]["Properties"]
+    assert alarm["AlarmActions"] == others["AlarmActions"]
+    outputs = template["Outputs"]
+    assert outputs["DispatcherFailuresQueueUrl"]["Value"] == {"Ref": "DispatcherFailuresQueue"}
+
+
+# -- operator policies -------------------------------------------------------------------------
+
+READ_ACTIONS = {"dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
+# What `hexeract scheduler add` (PutItem), pause, resume, cancel and dead-letter replay (UpdateItem) need.
+CLI_WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem"}
+DYNAMODB_WRITE_ACTIONS = CLI_WRITE_ACTIONS | {
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:TransactWriteItems",
+    "dynamodb:PartiQLInsert",
+    "dynamodb:PartiQLUpdate",
+    "dynamodb:PartiQLDelete",
+    "dynamodb:CreateTable",
+    "dynamodb:UpdateTable",
+    "dynamodb:DeleteTable",
+}
+TABLE_ARN = {"Fn::GetAtt": ["SchedulesTable", "Arn"]}
+INDEX_ARNS = {"Fn::Sub": "${SchedulesTable.Arn}/index/*"}
+
+
+def policy_statements(template: dict[str, Any], policy: str) -> list[dict[str, Any]]:
+    """The statements of one managed policy, !If branches unfolded."""
+    assert template["Resources"][policy]["Type"] == "AWS::IAM::ManagedPolicy"
+    return [s for name, s in _statements(template) if name == policy]
+
+
+def granted(template: dict[str, Any], policy: str) -> set[str]:
+    return {a for s in policy_statements(template, policy) for a in _as_list(s["Action"])}
+
+
+def test_the_read_only_policy_grants_no_write(template):
+    statements = policy_statements(template, "ReadOnlyPolicy")
+    assert all(s["Effect"] == "Allow" and "Condition" not in s for s in statements)
+    assert granted(template, "ReadOnlyPolicy") == READ_ACTIONS
+    assert not granted(template, "ReadOnlyPolicy") & DYNAMODB_WRITE_ACTIONS
+    assert "lambda:InvokeFunction" not in granted(template, "ReadOnlyPolicy")  # replay is a write
+    for stmt in statements:
+        assert not any("*" in a for a in _as_list(stmt["Action"])), stmt
+        assert all(r in (TABLE_ARN, INDEX_ARNS) for r in _as_list(stmt["Resource"])), stmt
+
+
+def test_the_operator_policy_grants_reads_and_exactly_the_cli_writes(template):
+    statements = policy_statements(template, "OperatorPolicy")
+    assert granted(template, "OperatorPolicy") == READ_ACTIONS | CLI_WRITE_ACTIONS | {"lambda:InvokeFunction"}
+    assert granted(template, "OperatorPolicy") & DYNAMODB_WRITE_ACTIONS == CLI_WRITE_ACTIONS
+    for stmt in statements:
+        actions = set(_as_list(stmt["Action"]))
+        if actions & CLI_WRITE_ACTIONS:
+            assert _as_list(stmt["Resource"]) == [TABLE_ARN], "writes go to the table's items, nowhere else"
+        if "lambda:InvokeFunction" in actions:
+            assert actions == {"lambda:InvokeFunction"}
+            assert _as_list(stmt["Resource"]) == [{"Fn::GetAtt": ["DeadLetterFunction", "Arn"]}]
+    # read-only plus: every read grant of the read-only policy is in the operator one
+    reads = [s for s in statements if set(_as_list(s["Action"])) <= READ_ACTIONS]
+    assert reads == policy_statements(template, "ReadOnlyPolicy")
+
+
+def test_the_operator_policies_are_outputs(template):
+    outputs = template["Outputs"]
+    for policy in ("ReadOnlyPolicy", "OperatorPolicy"):
+        assert outputs[f"{policy}Arn"]["Value"] == {"Ref": policy}  # a managed policy's Ref is its ARN
+        assert outputs[f"{policy}Arn"]["Description"]
+
+
+# -- license and application metadata ----------------------------------------------------------
+
+
+def pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_the_project_is_dual_licensed_mit_or_apache(template):
+    project = pyproject()["project"]
+    assert project["license"] == "MIT OR Apache-2.0"
+    assert sorted(project["license-files"]) == ["LICENSE-APACHE", "LICENSE-MIT"]
+    mit = (ROOT / "LICENSE-MIT").read_text()
+    apache = (ROOT / "LICENSE-APACHE").read_text()
+    assert mit.startswith("MIT License") and "Copyright (c) 2026 the hexeract-scheduler authors" in mit
+    assert "Apache License" in apache and "Version 2.0, January 2004" in apache
+    assert "Copyright (c) 2026 the hexeract-scheduler authors" in apache
+    # PEP 639's license expression needs setuptools 77 to build
+    assert any(re.fullmatch(r"setuptools>=(\d+)", r) and int(r.split(">=")[1]) >= 77 for r in _build_requires())
+
+
+def _build_requires() -> list[str]:
+    return pyproject()["build-system"]["requires"]  # type: ignore[no-any-return]
+
+
+def test_the_application_metadata_is_what_the_serverless_application_repository_accepts(template):
+    app = template["Metadata"]["AWS::ServerlessRepo::Application"]
+    # no intrinsic function: SAR reads the values as written
+    assert all(isinstance(v, str) or (isinstance(v, list) and all(isinstance(i, str) for i in v)) for v in app.values())
+    assert re.fullmatch(r"[a-zA-Z0-9\-]+", app["Name"]) and len(app["Name"]) <= 140
+    assert re.fullmatch(r"^[a-z0-9](([a-z0-9]|-(?!-))*[a-z0-9])?$", app["Author"]) and len(app["Author"]) <= 127
+    assert 1 <= len(app["Description"]) <= 256
+    assert app["SemanticVersion"] == pyproject()["project"]["version"]
+    # one SPDX identifier (SAR takes no expression), one of the project's, with its own text
+    assert app["SpdxLicenseId"] in pyproject()["project"]["license"].split(" OR ")
+    assert app["LicenseUrl"] == {"Apache-2.0": "LICENSE-APACHE", "MIT": "LICENSE-MIT"}[app["SpdxLicenseId"]]
+    for local in ("LicenseUrl", "ReadmeUrl"):  # local files `sam package` uploads
+        assert (ROOT / app[local]).is_file(), local
+    for url in ("SourceCodeUrl", "HomePageUrl"):
+        assert app[url].startswith("https://"), url
+    labels = app.get("Labels", [])
+    assert len(labels) <= 10 and all(re.fullmatch(r"[a-zA-Z0-9+\-_:/@]{1,127}", label) for label in labels)

@@ -8,9 +8,9 @@ from typing import Any
 from hexeract_scheduler import observability
 from hexeract_scheduler.aws import ClientFactory
 from hexeract_scheduler.clock import SystemClock
+from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.lambda_ops import handle_dead_letter
 from hexeract_scheduler.settings import Settings
-from hexeract_scheduler.store import DynamoScheduleStore
 
 # Cold start, once. Bad input raises a typed error (InvalidRequest, ScheduleNotFound, NotReplayable):
 # Lambda reports it as a FunctionError and nothing is changed.

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
 from hexeract_scheduler import observability
 from hexeract_scheduler.aws import ClientFactory
 from hexeract_scheduler.clock import SystemClock
+from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.lambda_ops import dispatcher_window, invocation_delay_ms, run_dispatcher
 from hexeract_scheduler.settings import Settings
 from hexeract_scheduler.sinks import Dispatcher
-from hexeract_scheduler.store import DynamoScheduleStore
 from hexeract_scheduler.worker import SchedulerWorker
 
 # Cold start, once: configuration, clients and the worker are reused by every warm invocation.
@@ -20,8 +21,15 @@ settings = Settings.from_env(os.environ)
 logger, metrics = observability.setup(settings)
 clock = SystemClock()
 clients = ClientFactory()
-store = DynamoScheduleStore(settings.table_name, dynamodb=clients.dynamodb(), shards=settings.shard_count)
-worker = SchedulerWorker(store, Dispatcher.for_clients(clients), settings.worker_config(), clock=clock)
+pool = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="hexeract")  # claims, sends, acks
+store = DynamoScheduleStore(
+    settings.table_name,
+    dynamodb=clients.dynamodb(),
+    shards=settings.shard_count,
+    read_shards=settings.dispatcher_shards,
+    executor=pool,
+)
+worker = SchedulerWorker(store, Dispatcher.for_clients(clients), settings.worker_config(), clock=clock, executor=pool)
 
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)

@@ -12,9 +12,9 @@ import pytest
 from hexeract_scheduler import cli
 from hexeract_scheduler.cli import parse_when
 from hexeract_scheduler.clock import UTC, SystemClock
+from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.errors import InvalidInput
 from hexeract_scheduler.model import ScheduledMessage
-from hexeract_scheduler.store import DynamoScheduleStore
 
 from ..conftest import Queue, unique
 from ..limits import memory_headroom

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hexeract_scheduler import ScheduledMessage, cli
+from hexeract_scheduler import ScheduledMessage, cli_worker
 from hexeract_scheduler.clock import UTC
 
 from ..conftest import Queue, unique
@@ -126,5 +126,5 @@ def test_a_worker_exits_within_a_few_seconds_of_for_while_dynamodb_hangs(backend
         out, err = proc.communicate(timeout=60)
         elapsed = time.monotonic() - started
     assert proc.returncode == 0, err
-    assert elapsed < 2 + cli.STOP_GRACE_SECONDS + 2.0, f"exited {elapsed:.1f}s after starting to poll"
+    assert elapsed < 2 + cli_worker.STOP_GRACE_SECONDS + 2.0, f"exited {elapsed:.1f}s after starting to poll"
     assert set(json.loads(out.strip().splitlines()[-1])) >= {"claimed", "dispatched"}

@@ -13,9 +13,9 @@ from botocore.exceptions import ClientError
 
 from hexeract_scheduler import ScheduledMessage, SchedulerWorker, SchedulerWorkerConfig, SystemClock
 from hexeract_scheduler.aws import ClientFactory
+from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.errors import RetryableError
 from hexeract_scheduler.sinks import Dispatcher
-from hexeract_scheduler.store import DynamoScheduleStore
 
 from ..conftest import make_worker
 
@@ -135,9 +135,9 @@ def test_throttling_is_retryable_and_the_loop_backs_off(store, clients, clock, q
 
     client = ClientFactory(clients.connection, retries=1).dynamodb()
     client.meta.events.register("before-call.dynamodb.Query", throttle)
-    flaky = DynamoScheduleStore(store.table_name, dynamodb=client)
     with pytest.raises(RetryableError, match="ProvisionedThroughputExceeded"):
-        flaky.find_due(clock.now(), 10, shards=[0])
+        DynamoScheduleStore(store.table_name, dynamodb=client, read_shards=(0,)).find_due(clock.now(), 10)
+    flaky = DynamoScheduleStore(store.table_name, dynamodb=client)
 
     worker = make_worker(flaky, clients, clock)
     summary = worker.run(deadline=clock.monotonic() + 40)

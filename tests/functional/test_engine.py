@@ -16,7 +16,7 @@ from hexeract_scheduler import (
     ScheduleStatus,
 )
 from hexeract_scheduler.clock import UTC, from_ms
-from hexeract_scheduler.store import CRASH_EXHAUSTED
+from hexeract_scheduler.contract import CRASH_EXHAUSTED
 
 from ..conftest import T0, make_queue, make_worker
 

@@ -18,7 +18,7 @@ import pytest
 from hexeract_scheduler import ScheduledMessage, ScheduleStatus
 from hexeract_scheduler.aws import ClientFactory, Connection
 from hexeract_scheduler.clock import to_ms
-from hexeract_scheduler.store import DynamoScheduleStore, shard_of
+from hexeract_scheduler.dynamo import DynamoScheduleStore, shard_of
 
 from ..conftest import Backend, make_worker
 from ..faultproxy import fault_proxy

@@ -35,10 +35,10 @@ from typing import Any
 
 from hexeract_scheduler.aws import ClientFactory, Connection
 from hexeract_scheduler.clock import UTC, SystemClock
+from hexeract_scheduler.dynamo import DUE_INDEX, DynamoScheduleStore
 from hexeract_scheduler.model import LeasedOccurrence, ScheduledMessage, Target, Trigger
 from hexeract_scheduler.occurrence import OccurrenceId
 from hexeract_scheduler.sinks import Dispatcher, Outcome, SnsSink, SqsSink
-from hexeract_scheduler.store import DUE_INDEX, DynamoScheduleStore
 from hexeract_scheduler.worker import CycleSummary, SchedulerWorker, SchedulerWorkerConfig
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,8 +25,8 @@ from hexeract_scheduler import (
     Trigger,
 )
 from hexeract_scheduler.clock import ManualClock
+from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.model import MAX_PAYLOAD_BYTES
-from hexeract_scheduler.store import DynamoScheduleStore
 
 from ..conftest import Queue
 
@@ -126,8 +126,18 @@ CASES: list[tuple[str, Case, type[Exception], str]] = [
     ),
     ("config: lease < batch", _config(lease=timedelta(seconds=10)), ConfigError, "must cover a whole batch"),
     ("config: concurrency 0", _config(concurrency=0), ConfigError, "concurrency"),
-    ("config: empty shards", _config(shards=()), ConfigError, "shards"),
-    ("config: negative shard", _config(shards=(-1,)), ConfigError, "shards"),
+    (
+        "store: empty shard selection",
+        lambda s, q, now, p: DynamoScheduleStore(s.table_name, dynamodb=s.client, read_shards=()),
+        ConfigError,
+        "read_shards",
+    ),
+    (
+        "store: negative shard",
+        lambda s, q, now, p: DynamoScheduleStore(s.table_name, dynamodb=s.client, read_shards=(-1,)),
+        ConfigError,
+        "read_shards",
+    ),
 ]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.store import shard_of
+from hexeract_scheduler.dynamo import shard_of
 
 from ..conftest import Backend, unique
 from ..poison import CORRUPTIONS

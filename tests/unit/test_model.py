@@ -132,7 +132,6 @@ def test_hexeract_defaults():
         ({"lease": timedelta(seconds=299)}, "cover a whole batch"),
         ({"batch_size": 11}, "cover a whole batch"),
         ({"concurrency": 0}, "concurrency"),
-        ({"shards": ()}, "shards"),
     ],
 )
 def test_incoherent_configs_are_refused(kwargs, message):

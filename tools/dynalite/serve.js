@@ -18,6 +18,18 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   process.exit(2)
 }
 
+// dynalite rethrows the error of a request whose client went away mid-body (a worker killed with
+// kill -9 by the torture tests, a connection reset by the fault proxy), which would end the whole
+// server. DynamoDB just drops such a request: do the same, and still die on anything else.
+process.on('uncaughtException', (err) => {
+  if (err && (err.code === 'ECONNRESET' || err.message === 'aborted')) {
+    console.error(`dynalite: a client went away mid-request (${err.message}); request dropped`)
+    return
+  }
+  console.error(err)
+  process.exit(1)
+})
+
 const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })
 server.listen(port, '127.0.0.1', () => {
   console.log(`http://127.0.0.1:${server.address().port}`)

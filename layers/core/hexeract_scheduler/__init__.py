@@ -6,6 +6,7 @@ A Python port of the scheduler of the Rust framework hexeract, with its semantic
 from __future__ import annotations
 
 from .clock import Clock, ManualClock, SystemClock
+from .contract import ClaimBatch, Listing, ScheduleAdmin, ScheduleStore
 from .cron import CronSchedule
 from .errors import (
     ConfigError,
@@ -20,15 +21,29 @@ from .errors import (
     StoreError,
     TableMissing,
 )
+from .memory import InMemoryScheduleStore
 from .model import LeasedOccurrence, ScheduledMessage, ScheduleSnapshot, ScheduleStatus, Target, Trigger
 from .occurrence import OccurrenceId
 from .sinks import Dispatcher, SnsSink, SqsSink
-from .store import DynamoScheduleStore, table_definition
 from .worker import CycleSummary, SchedulerWorker, SchedulerWorkerConfig, retry_delay
 
-__version__ = "0.1.0"
+_DYNAMO = {"DynamoScheduleStore", "table_definition"}
+
+
+def __getattr__(name: str) -> object:
+    # The DynamoDB store is imported on first use only: code written against the contracts (the
+    # worker, the memory store) never loads it.
+    if name in _DYNAMO:
+        from . import dynamo
+
+        return getattr(dynamo, name)
+    raise AttributeError(f"module 'hexeract_scheduler' has no attribute {name!r}")
+
+
+__version__ = "0.1.1"
 
 __all__ = [
+    "ClaimBatch",
     "Clock",
     "ConfigError",
     "CronSchedule",
@@ -37,17 +52,21 @@ __all__ = [
     "DynamoScheduleStore",
     "EndpointUnreachable",
     "HexeractError",
+    "InMemoryScheduleStore",
     "InvalidCron",
     "InvalidInput",
     "InvalidTarget",
     "LeasedOccurrence",
+    "Listing",
     "ManualClock",
     "NotReplayable",
     "OccurrenceId",
     "RetryableError",
+    "ScheduleAdmin",
     "ScheduleNotFound",
     "ScheduleSnapshot",
     "ScheduleStatus",
+    "ScheduleStore",
     "ScheduledMessage",
     "SchedulerWorker",
     "SchedulerWorkerConfig",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -186,9 +186,3 @@ class ClientFactory:
 
     def sns(self, region: str | None = None) -> SNSClient:
         return self.client("sns", region)  # type: ignore[no-any-return]
-
-
-def call(what: str, fn: Callable[..., T], **kwargs: Any) -> T:
-    """One AWS request with its errors translated."""
-    with aws_errors(what):
-        return fn(**kwargs)

@@ -77,7 +77,3 @@ class EndpointUnreachable(StoreError):
 
 class RetryableError(HexeractError):
     """A transient AWS failure (throttling, 5xx, timeout): the same request may succeed later."""
-
-
-class DispatchError(HexeractError):
-    """A sink failed to deliver one occurrence; the message becomes that attempt's ``last_error``."""

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .checks import is_int_in
 from .clock import Clock, to_ms
+from .contract import MAX_LIST_LIMIT, ScheduleAdmin
 from .errors import InvalidInput
 from .model import parse_schedule_id
 from .settings import Settings
-from .store import MAX_LIST_LIMIT, DynamoScheduleStore
-from .worker import CycleSummary, SchedulerWorker
+from .summary import CycleSummary
+from .worker import SchedulerWorker
 
 log = logging.getLogger("hexeract_scheduler")
 
@@ -126,7 +128,7 @@ def parse_dead_letter_request(event: Any) -> DeadLetterRequest:
     if action == "list":
         _only(event, {"action", "limit"})
         limit = event.get("limit", DEFAULT_LIST_LIMIT)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+        if not is_int_in(limit, 1, MAX_LIST_LIMIT):
             raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIST_LIMIT}, got {limit!r}")
         return ListDeadLetters(limit)
     if action == "replay":
@@ -147,7 +149,7 @@ def _only(event: Mapping[str, Any], allowed: set[str]) -> None:
         raise InvalidRequest(f"unexpected field(s) for action {event['action']!r}: {', '.join(extra)}")
 
 
-def handle_dead_letter(store: DynamoScheduleStore, clock: Clock, event: Any) -> dict[str, Any]:
+def handle_dead_letter(store: ScheduleAdmin, clock: Clock, event: Any) -> dict[str, Any]:
     """Serve one dead-letter request. Unknown id: ScheduleNotFound; not dead-lettered:
     NotReplayable; both change nothing."""
     request = parse_dead_letter_request(event)

@@ -11,10 +11,12 @@ from typing import Any
 
 from uuid6 import uuid7
 
+from .checks import check_int
 from .clock import UTC, rfc3339, truncate_ms
 from .cron import CronSchedule
-from .errors import InvalidInput, InvalidTarget
+from .errors import InvalidInput
 from .occurrence import OccurrenceId
+from .target import Target
 
 # SNS caps a whole message (body + attributes) at 256 KiB; keep 1 KiB of it for the five
 # contract attributes so a payload accepted here is always sendable to either sink.
@@ -25,11 +27,6 @@ MAX_EVENT_TYPE_CHARS = 256
 MAX_ATTEMPTS = 10_000
 # Characters SQS accepts in a message body (SNS accepts a superset).
 _SQS_INVALID_CHARS = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_SQS_ARN = re.compile(r"^arn:(aws[a-z-]*):sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,80}(?:\.fifo)?)$")
-_SQS_URL = re.compile(r"^https?://[^/\s]+/(\d{12}|[A-Za-z0-9_-]+)/([A-Za-z0-9_-]{1,80}(?:\.fifo)?)$")
-_SNS_ARN = re.compile(r"^arn:(aws[a-z-]*):sns:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,256}(?:\.fifo)?)$")
-_GROUP_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
-_REGION_IN_HOST = re.compile(r"(?:^|\.)sqs\.([a-z0-9-]+)\.amazonaws\.com")
 
 
 class ScheduleStatus(enum.Enum):
@@ -48,82 +45,6 @@ class ScheduleStatus(enum.Enum):
     @property
     def is_terminal(self) -> bool:
         return self in (ScheduleStatus.DELIVERED, ScheduleStatus.CANCELLED, ScheduleStatus.DEAD_LETTERED)
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Where an occurrence is delivered: ``sqs:<queue URL or ARN>`` or ``sns:<topic ARN>``.
-
-    A FIFO queue or topic (name ending ``.fifo``) gets ``MessageGroupId`` = ``group_id`` (default:
-    the schedule id) and ``MessageDeduplicationId`` = the occurrence id. The group may be given in
-    the string form as a ``?group=NAME`` suffix.
-    """
-
-    kind: str  # "sqs" | "sns"
-    address: str  # queue URL or ARN, topic ARN
-    group_id: str | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Target:
-        text = text.strip()
-        address, _, query = text.partition("?")
-        group = None
-        if query:
-            key, _, value = query.partition("=")
-            if key != "group" or not value:
-                raise InvalidTarget(f"invalid target {text!r}: the only option is ?group=NAME")
-            group = value
-        kind, sep, rest = address.partition(":")
-        if not sep or kind not in ("sqs", "sns"):
-            raise InvalidTarget(f"invalid target {text!r}: expected sqs:<queue URL or ARN> or sns:<topic ARN>")
-        return cls(kind, rest, group)
-
-    @classmethod
-    def sqs(cls, queue: str, group_id: str | None = None) -> Target:
-        return cls("sqs", queue, group_id)
-
-    @classmethod
-    def sns(cls, topic_arn: str, group_id: str | None = None) -> Target:
-        return cls("sns", topic_arn, group_id)
-
-    def __post_init__(self) -> None:
-        ok = (self.kind == "sqs" and (_SQS_ARN.match(self.address) or _SQS_URL.match(self.address))) or (
-            self.kind == "sns" and _SNS_ARN.match(self.address)
-        )
-        if not ok:
-            what = "an SQS queue URL or ARN" if self.kind == "sqs" else "an SNS topic ARN"
-            if self.kind not in ("sqs", "sns"):
-                raise InvalidTarget(f"invalid target kind {self.kind!r}: expected sqs or sns")
-            raise InvalidTarget(f"invalid target {self.kind}:{self.address}: expected {what}")
-        if self.group_id is not None:
-            if not _GROUP_ID.match(self.group_id):
-                raise InvalidTarget(f"invalid group id {self.group_id!r}: 1-128 printable ASCII characters")
-            if not self.is_fifo:
-                raise InvalidTarget(f"target {self.kind}:{self.address} is not FIFO: a group id applies to FIFO only")
-
-    @property
-    def name(self) -> str:
-        """Queue or topic name (last path/ARN segment)."""
-        return re.split(r"[/:]", self.address)[-1]
-
-    @property
-    def is_fifo(self) -> bool:
-        return self.name.endswith(".fifo")
-
-    @property
-    def is_arn(self) -> bool:
-        return self.address.startswith("arn:")
-
-    @property
-    def region(self) -> str | None:
-        if self.is_arn:
-            return self.address.split(":")[3]
-        host = self.address.split("/")[2]
-        m = _REGION_IN_HOST.search(host)
-        return m.group(1) if m else None
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.address}" + (f"?group={self.group_id}" if self.group_id else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,12 +135,7 @@ class ScheduledMessage:
             object.__setattr__(self, "target", Target.parse(self.target))
         if isinstance(self.schedule_id, str):
             object.__setattr__(self, "schedule_id", parse_schedule_id(self.schedule_id))
-        if (
-            isinstance(self.max_attempts, bool)
-            or not isinstance(self.max_attempts, int)
-            or not 1 <= self.max_attempts <= MAX_ATTEMPTS
-        ):
-            raise InvalidInput(f"max_attempts must be an integer from 1 to {MAX_ATTEMPTS}, got {self.max_attempts!r}")
+        check_int(self.max_attempts, "max_attempts", 1, MAX_ATTEMPTS)
         if (
             not self.event_type
             or len(self.event_type) > MAX_EVENT_TYPE_CHARS

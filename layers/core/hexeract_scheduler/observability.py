@@ -14,26 +14,14 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .settings import Settings
-from .worker import CycleSummary
+from .summary import COUNTERS, CycleSummary
 
 CORE_LOGGER = "hexeract_scheduler"
 # EMF holds at most 100 values per metric in one record.
 MAX_LAG_VALUES = 100
 
 # Metric name -> CycleSummary field, in the order they are emitted.
-COUNT_METRICS = {
-    "Claimed": "claimed",
-    "Dispatched": "dispatched",
-    "Rescheduled": "rescheduled",
-    "Retried": "retried",
-    "DeadLettered": "dead_lettered",
-    "Swept": "swept",
-    "LeaseLost": "lease_lost",
-    "Skipped": "skipped",
-    "FailedCycles": "failed_cycles",
-    "Quarantined": "quarantined",
-    "Unreadable": "unreadable",
-}
+COUNT_METRICS = {c.metric: c.name for c in COUNTERS}  # metric -> CycleSummary field
 LAG_METRIC = "DispatchLagMs"
 INVOCATION_DELAY_METRIC = "InvocationDelayMs"
 

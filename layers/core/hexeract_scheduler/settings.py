@@ -32,7 +32,7 @@ from typing import TypeVar
 
 from .errors import ConfigError
 from .shards import MAX_SHARDS, parse_shards
-from .worker import SchedulerWorkerConfig
+from .worker_config import SchedulerWorkerConfig
 
 T = TypeVar("T")
 
@@ -144,7 +144,6 @@ _WORKER_FIELDS = {
     "dispatch_timeout": "DISPATCH_TIMEOUT_SECONDS",
     "poll_interval": "POLL_INTERVAL_MS",
     "concurrency": "CONCURRENCY",
-    "shards": "DISPATCHER_SHARDS",
 }
 
 
@@ -263,7 +262,6 @@ class Settings:
                 jitter=self.jitter,
                 dispatch_timeout=timedelta(seconds=self.dispatch_timeout_seconds),
                 concurrency=self.concurrency,
-                shards=self.dispatcher_shards,
             )
         except ConfigError as exc:
             named = [var for name, var in _WORKER_FIELDS.items() if re.search(rf"\b{name}\b", str(exc))]

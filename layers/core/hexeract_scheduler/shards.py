@@ -43,3 +43,10 @@ def parse_shards(text: str | None, *, limit: int = MAX_SHARDS) -> tuple[int, ...
             )
         ranges.append((lo, hi))
     return tuple(sorted({shard for lo, hi in ranges for shard in range(lo, hi + 1)}))
+
+
+def format_shards(shards: tuple[int, ...]) -> str:
+    """``0-3`` for a run of shards, else ``0,2,5``."""
+    if shards and list(shards) == list(range(shards[0], shards[-1] + 1)):
+        return f"{shards[0]}-{shards[-1]}" if len(shards) > 1 else str(shards[0])
+    return ",".join(map(str, shards))

@@ -1,4 +1,4 @@
-"""Stored items -> domain objects, refusing anything malformed with :class:`UnreadableItem`.
+"""Items <-> domain objects; reading refuses anything malformed with :class:`UnreadableItem`.
 
 The table may hold items this package did not write (by hand, a bug, a migration). Every read of
 an item goes through here, so a missing attribute, a wrong type, a schedule id that is not a UUID
@@ -9,14 +9,16 @@ key and the problem, never a ``KeyError`` or ``ValueError`` that would stop a wo
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from .clock import from_ms
-from .cron import CronSchedule
-from .errors import HexeractError, UnreadableItem
-from .model import LeasedOccurrence, ScheduleSnapshot, ScheduleStatus, Target, Trigger
+from ..clock import from_ms, to_ms
+from ..cron import CronSchedule
+from ..errors import HexeractError, UnreadableItem
+from ..model import LeasedOccurrence, ScheduledMessage, ScheduleSnapshot, ScheduleStatus, Target, Trigger
+from .expressions import n, s
 
 # Parsing a stored target or cron (regexes, a croniter evaluation) is on every claim's path; both
 # are immutable, so one parse per distinct value is enough.
@@ -151,3 +153,56 @@ def occurrence_of(item: dict[str, Any], *, lease_token: str, leased_until: datet
         payload=bytes(payload),
         event_type=r.string("event_type"),  # type: ignore[arg-type]
     )
+
+
+def item_of(message: ScheduledMessage, first: datetime, due_partition: str, now: datetime) -> dict[str, Any]:
+    """The item ``insert`` writes: pending, due at ``first`` in ``due_partition``."""
+    item: dict[str, Any] = {
+        "schedule_id": s(str(message.schedule_id)),
+        "status": s(ScheduleStatus.PENDING.value),
+        "trigger_kind": s("cron" if message.trigger.cron else "delay"),
+        "target": s(str(message.target)),
+        "event_type": s(message.event_type),
+        "payload": {"B": message.payload},
+        "scheduled_for": n(to_ms(first)),
+        "due_shard": s(due_partition),
+        "due_at": n(to_ms(first)),
+        "attempts": n(0),
+        "max_attempts": n(message.max_attempts),
+        "created_at": n(to_ms(now)),
+    }
+    if message.trigger.cron:
+        item["cron"] = s(message.trigger.cron.expression)
+        if message.trigger.cron.timezone:
+            item["tz"] = s(message.trigger.cron.timezone)
+    return item
+
+
+def key(schedule_id: uuid.UUID | str) -> dict[str, Any]:
+    """The item key, from a schedule id or a raw key as stored (which may not be a UUID)."""
+    return {"schedule_id": s(str(schedule_id))}
+
+
+@dataclass(frozen=True, slots=True)
+class DueEntry:
+    """One index entry: the item's key as stored (it may not be a UUID: the table can hold items
+    this package did not write), its partition and its instant."""
+
+    key: str
+    due_at_ms: int
+    shard: str = ""
+
+    @property
+    def schedule_id(self) -> uuid.UUID | None:
+        try:
+            return uuid.UUID(self.key)
+        except ValueError:
+            return None
+
+
+def entry_of(item: dict[str, Any], partition: str, sort_key: str) -> DueEntry | None:
+    """An index entry, or None if even its keys are malformed (nothing can address it)."""
+    try:
+        return DueEntry(item["schedule_id"]["S"], int(item[sort_key]["N"]), partition)
+    except (KeyError, TypeError, ValueError):
+        return None

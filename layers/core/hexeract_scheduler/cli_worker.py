@@ -1,0 +1,81 @@
+"""The ``worker`` command's loop: logging to stderr, --for, Ctrl-C, and a bounded stop."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from .summary import CycleSummary
+from .worker import SchedulerWorker
+
+STOP_GRACE_SECONDS = 3.0
+STARTUP_TIMEOUT_SECONDS = 20.0
+
+
+@contextmanager
+def worker_logging(verbose: bool) -> Iterator[None]:
+    """The worker's log lines (retries, dead letters) on stderr while the command runs."""
+    logger = logging.getLogger("hexeract_scheduler")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose else logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+
+
+def run_until_stopped(w: SchedulerWorker, seconds: float | None) -> CycleSummary:
+    """Run until ``seconds`` pass or Ctrl-C: both finish the current cycle, then stop cleanly."""
+    # A stopping worker awaits no AWS call more than STOP_GRACE_SECONDS: a hung request must not
+    # keep it running past --for (or past Ctrl-C).
+    stop = functools.partial(w.stop, grace=STOP_GRACE_SECONDS)
+    timer = threading.Timer(seconds, stop) if seconds is not None else None
+    with stop_on_interrupt(stop):
+        # A missing table fails here, not in the loop; a hung endpoint within the time asked for.
+        startup = STARTUP_TIMEOUT_SECONDS if seconds is None else min(seconds, STARTUP_TIMEOUT_SECONDS)
+        what = w.ready(timeout=startup)
+        until = f"for {seconds:g}s" if seconds is not None else "until Ctrl-C"
+        click.echo(f"worker polling {what} {until}", err=True)
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        try:
+            if seconds is None:
+                return w.run()
+            return w.run(hard_deadline=w.clock.monotonic() + seconds + STOP_GRACE_SECONDS)
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+
+@contextmanager
+def stop_on_interrupt(stop: Callable[[], None]) -> Iterator[None]:
+    """First Ctrl-C (or SIGTERM) asks the loop to stop; a second one interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        click.echo("stopping after this cycle (Ctrl-C again to abort)", err=True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        stop()
+
+    old_int = signal.signal(signal.SIGINT, handler)
+    old_term = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)

@@ -1,0 +1,99 @@
+"""Running AWS calls concurrently, under a deadline when there is one.
+
+boto3 clients are thread-safe, so a worker's claims, sends and acks run on a thread pool. Under a
+deadline a call that has not answered is abandoned, never awaited past it: the caller's deadline
+wins over a hung request, and at-least-once delivery covers the abandoned call (a claim left
+unanswered expires unsent; an ack left unanswered lets the lease expire).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future, wait
+from typing import Any, TypeVar
+
+from .errors import RetryableError
+
+T = TypeVar("T")
+
+# How often a wait under a deadline looks at the time left again.
+WAIT_SLICE_SECONDS = 0.25
+
+
+def map_concurrently(
+    executor: Executor | None,
+    fn: Callable[[Any], T],
+    items: Sequence[Any],
+    *,
+    time_left: Callable[[], float | None] | None = None,
+    late: Callable[[Any], T] | None = None,
+) -> list[T]:
+    """``fn`` over ``items`` on the pool, results in order (inline for 0 or 1 item, no deadline).
+
+    With ``time_left`` (seconds left, or None for no limit yet, asked again every quarter second
+    so a deadline set meanwhile, e.g. by a stop, applies), an item whose call has not returned
+    when no time is left gives ``late(item)`` (which may raise); its call is left to finish on its
+    own: the caller's deadline wins over a hung request.
+    """
+    if executor is None or (time_left is None and len(items) <= 1):
+        return [fn(i) for i in items]
+    if time_left is None:
+        return list(executor.map(fn, items))
+    futures = [executor.submit(fn, i) for i in items]
+    pending = set(futures)
+    while pending:
+        left = time_left()
+        if left is not None and left <= 0:
+            break
+        _, pending = wait(pending, timeout=WAIT_SLICE_SECONDS if left is None else min(left, WAIT_SLICE_SECONDS))
+    out: list[T] = []
+    for item, future in zip(items, futures, strict=True):
+        if future.done():
+            out.append(future.result())
+        else:
+            future.cancel()
+            assert late is not None, "a deadline needs a late() result"
+            out.append(late(item))
+    return out
+
+
+def no_answer(what: str) -> Callable[[Any], Any]:
+    def late(_: Any) -> Any:
+        raise RetryableError(f"{what}: no answer within the time left")
+
+    return late
+
+
+class DaemonExecutor(Executor):
+    """A fixed pool of daemon threads: unlike ``ThreadPoolExecutor``'s, they never hold the process
+    at exit. A stopping command-line worker exits on time even while a hung request waits out its
+    read timeout: that request is abandoned, which at-least-once delivery covers (its lease
+    expires and the occurrence is claimed again)."""
+
+    def __init__(self, workers: int, name: str = "hexeract") -> None:
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None]
+        self._queue = queue.SimpleQueue()
+        self._workers = workers
+        for i in range(workers):
+            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True).start()
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+        self._queue.put((future, fn, args, kwargs))
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        for _ in range(self._workers):
+            self._queue.put(None)
+
+    def _work(self) -> None:
+        while (task := self._queue.get()) is not None:
+            future, fn, args, kwargs = task
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)

@@ -1,0 +1,216 @@
+"""What users and operators do to the table: insert, inspect, pause, resume, cancel, replay, list."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ..aws import aws_errors, error_code
+from ..clock import from_ms, to_ms
+from ..contract import Listing, check_limit
+from ..control import resumed_instant
+from ..errors import InvalidInput, NotReplayable, ScheduleNotFound, UnreadableItem
+from ..model import ScheduledMessage, ScheduleSnapshot, ScheduleStatus, parse_schedule_id
+from . import expressions as x
+from .base import DynamoBase
+from .codec import DueEntry, ItemReader, entry_of, item_of, key, snapshot_of
+from .expressions import n, names, s
+from .schema import DEAD_LETTER_INDEX, DEAD_LETTER_PK, DUE_INDEX, PAUSED_PREFIX, due_partition, paused_partition
+
+
+class AdminOps(DynamoBase):
+    """The ``ScheduleAdmin`` half of the DynamoDB store."""
+
+    def insert(self, message: ScheduledMessage, now: datetime) -> ScheduleSnapshot:
+        """Store a new pending schedule; its first occurrence is due at the trigger's first instant."""
+        first = message.trigger.first_due(now)
+        item = item_of(message, first, due_partition(message.schedule_id, self.shards), now)
+        with aws_errors(f"inserting schedule {message.schedule_id}"):
+            try:
+                self.client.put_item(TableName=self.table_name, Item=item, ConditionExpression=x.INSERT_CONDITION)
+            except ClientError as exc:
+                if error_code(exc) == "ConditionalCheckFailedException":
+                    raise InvalidInput(f"schedule {message.schedule_id} already exists") from None
+                raise
+        return snapshot_of(item)
+
+    def inspect(self, schedule_id: uuid.UUID | str) -> ScheduleSnapshot | None:
+        """The schedule as stored, or None if there is no such schedule."""
+        sid = parse_schedule_id(schedule_id)
+        with aws_errors(f"reading schedule {sid}"):
+            got = self.client.get_item(
+                TableName=self.table_name,
+                Key=key(sid),
+                ConsistentRead=True,
+                ProjectionExpression=x.SNAPSHOT_ATTRS,
+                **names(x.SNAPSHOT_ATTRS),
+            )
+        return snapshot_of(got["Item"]) if "Item" in got else None
+
+    def cancel(self, schedule_id: uuid.UUID | str) -> bool:
+        """Pending or paused → cancelled (True). A terminal schedule is left alone (False)."""
+        sid = parse_schedule_id(schedule_id)
+        values = {":cancelled": s(x.CANCELLED), ":pending": s(x.PENDING), ":paused": s(x.PAUSED)}
+        return self._lifecycle(sid, x.CANCEL, x.CANCEL_CONDITION, values, f"cancelling schedule {sid}") is None
+
+    def pause(self, schedule_id: uuid.UUID | str) -> bool:
+        """Pending → paused (True); anything else is left alone (False).
+
+        Pausing drops the lease token, so an in-flight dispatch's ack is fenced off: that
+        occurrence is sent again (same occurrence id) after resume unless resume moves a cron past
+        it. The item moves to the due index's paused partition, which workers never query.
+        """
+        sid = parse_schedule_id(schedule_id)
+        values = {":paused": s(x.PAUSED), ":pending": s(x.PENDING), ":parked": s(paused_partition(sid, self.shards))}
+        return self._lifecycle(sid, x.PAUSE, x.PAUSE_CONDITION, values, f"pausing schedule {sid}") is None
+
+    def resume(self, schedule_id: uuid.UUID | str, now: datetime) -> bool:
+        """Paused → pending (True), due where ``control.resumed_instant`` says; not paused: False."""
+        sid = parse_schedule_id(schedule_id)
+        what = f"resuming schedule {sid}"
+        with aws_errors(what):
+            got = self.client.get_item(TableName=self.table_name, Key=key(sid), ConsistentRead=True)
+        if "Item" not in got:
+            raise ScheduleNotFound(sid)
+        reader = ItemReader(got["Item"])
+        if reader.status() is not ScheduleStatus.PAUSED:
+            return False
+        stored = reader.instant("scheduled_for")
+        assert stored is not None
+        plan = resumed_instant(reader.trigger(), stored, from_ms(to_ms(now)))  # instants are kept in ms
+        values: dict[str, Any] = {":paused": s(x.PAUSED), ":old": n(to_ms(stored))}
+        if plan.due is None:  # no future instant: nothing left to fire
+            values[":delivered"] = s(x.DELIVERED)
+            return self._lifecycle(sid, x.FINISH, x.RESUME_CONDITION, values, what) is None
+        values |= {":pending": s(x.PENDING), ":shard": s(due_partition(sid, self.shards)), ":due": n(to_ms(plan.due))}
+        if plan.fresh:
+            values[":zero"] = n(0)
+        update = x.RESUME_FRESH if plan.fresh else x.RESUME
+        return self._lifecycle(sid, update, x.RESUME_CONDITION, values, what) is None
+
+    def replay(self, schedule_id: uuid.UUID | str, now: datetime) -> None:
+        """Dead-lettered → pending, attempts 0, error cleared, due now, same occurrence.
+
+        Anything else raises NotReplayable and changes nothing.
+        """
+        sid = parse_schedule_id(schedule_id)
+        values = {
+            ":pending": s(x.PENDING),
+            ":dead": s(x.DEAD),
+            ":zero": n(0),
+            ":shard": s(due_partition(sid, self.shards)),
+            ":now": n(to_ms(now)),
+        }
+        refused = self._lifecycle(sid, x.REPLAY, x.REPLAY_CONDITION, values, f"replaying schedule {sid}")
+        if refused is not None:
+            known = {st.value: st.label for st in ScheduleStatus}
+            raise NotReplayable(sid, known.get(refused, refused))
+
+    # -- listings ----------------------------------------------------------------------------
+
+    def list_pending(self, limit: int = 50) -> Listing:
+        """Pending and paused schedules, soonest due first (the instant each is next attempted: its
+        scheduled instant, or the end of its lease or retry delay): one Query per due-index
+        partition, merged, never a Scan. Unreadable items are left out and reported in
+        ``skipped``. Reads only: never writes, even to a table no one has used yet."""
+        check_limit(limit)
+        count = self._shard_count_for_reading()
+        partitions = [str(i) for i in range(count)] + [f"{PAUSED_PREFIX}{i}" for i in range(count)]
+
+        def entries(window: int) -> list[DueEntry]:
+            per_partition = [self._query_keys(DUE_INDEX, "due_shard", p, window, forward=True) for p in partitions]
+            merged = heapq.merge(*per_partition, key=lambda e: (e.due_at_ms, e.key))
+            return list(itertools.islice(merged, window))  # read only the items that can be listed
+
+        rows = self._listing(entries, limit, (ScheduleStatus.PENDING, ScheduleStatus.PAUSED))
+        return Listing(sorted(rows, key=lambda r: (r.next_attempt, str(r.schedule_id))), rows.skipped)
+
+    def list_dead_letter(self, limit: int = 50) -> Listing:
+        """Dead-lettered schedules, most recently dead-lettered first (a Query, never a Scan).
+        Unreadable items are left out and reported in ``skipped``."""
+        check_limit(limit)
+        rows = self._listing(
+            lambda window: self._query_keys(DEAD_LETTER_INDEX, "dl_pk", DEAD_LETTER_PK, window, forward=False),
+            limit,
+            (ScheduleStatus.DEAD_LETTERED,),
+        )
+        ordered = sorted(rows, key=lambda r: (r.dead_lettered_at or r.scheduled_for, str(r.schedule_id)), reverse=True)
+        return Listing(ordered, rows.skipped)
+
+    def _listing(
+        self, entries: Callable[[int], list[DueEntry]], limit: int, statuses: tuple[ScheduleStatus, ...]
+    ) -> Listing:
+        """Index keys in order → items read consistently → only those still in ``statuses``.
+
+        The index is eventually consistent and items change under it (a worker delivers one while
+        we list), so an entry can be gone by the time it is read: widen the window and read again
+        until ``limit`` rows hold or the index has no more. An item that cannot be read is left
+        out and reported (key and reason), never allowed to fail the whole listing.
+        """
+        window = limit
+        while True:
+            found = entries(window)
+            items = self._batch_get([e.key for e in found])
+            rows: list[ScheduleSnapshot] = []
+            skipped: list[tuple[str, str]] = []
+            for entry in found:
+                if entry.key not in items:
+                    continue
+                try:
+                    rows.append(snapshot_of(items[entry.key]))
+                except UnreadableItem as bad:
+                    skipped.append((bad.key, bad.reason))
+            rows = [r for r in rows if r.status in statuses][:limit]
+            if len(rows) >= limit or len(found) < window or window >= limit * 8:
+                return Listing(rows, skipped)
+            window *= 2
+
+    def _query_keys(self, index: str, pk: str, value: str, limit: int, *, forward: bool) -> list[DueEntry]:
+        sort_key = {DEAD_LETTER_INDEX: "dead_lettered_at", DUE_INDEX: "due_at"}[index]
+        out: list[DueEntry] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": index,
+            "KeyConditionExpression": "#pk = :v",
+            "ExpressionAttributeNames": {"#pk": pk},
+            "ExpressionAttributeValues": {":v": s(value)},
+            "ScanIndexForward": forward,
+        }
+        with aws_errors(f"listing {index}"):
+            while len(out) < limit:
+                page = self.client.query(Limit=limit - len(out), **kwargs)
+                entries = (entry_of(i, value, sort_key) for i in page.get("Items", []))
+                out += [e for e in entries if e is not None]
+                if "LastEvaluatedKey" not in page:
+                    break
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return out
+
+    def _batch_get(self, keys_in_order: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The items with these keys (raw strings, as the index holds them), read consistently."""
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(keys_in_order), 100):
+            keys = [key(k) for k in dict.fromkeys(keys_in_order[start : start + 100])]
+            request: dict[str, Any] = {
+                self.table_name: {
+                    "Keys": keys,
+                    "ConsistentRead": True,
+                    "ProjectionExpression": x.SNAPSHOT_ATTRS,
+                    **names(x.SNAPSHOT_ATTRS),
+                }
+            }
+            with aws_errors("reading schedules"):
+                for _ in range(10):
+                    resp = self.client.batch_get_item(RequestItems=request)
+                    for item in resp.get("Responses", {}).get(self.table_name, []):
+                        found[item["schedule_id"]["S"]] = item
+                    request = resp.get("UnprocessedKeys") or {}
+                    if not request:
+                        break
+        return found
