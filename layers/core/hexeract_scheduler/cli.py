@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import Executor
+from typing import Any
 
 import click
 
@@ -80,16 +81,10 @@ def clients_for(
     )
 
 
-def open_store(
-    conn: str | None,
-    table: str,
-    clients: ClientFactory | None = None,
-    *,
-    read_shards: tuple[int, ...] | None = None,
-    executor: Executor | None = None,
-) -> Schedules:
-    """The store every command works on, through the store contracts only."""
-    return _open_table(conn, table, clients, read_shards=read_shards, executor=executor)
+def open_store(conn: str | None, table: str, clients: ClientFactory | None = None, **config: Any) -> Schedules:
+    """The store every command works on, through the store contracts only (``config``: see
+    ``_open_table``)."""
+    return _open_table(conn, table, clients, **config)
 
 
 def _open_table(
