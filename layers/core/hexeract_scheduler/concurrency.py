@@ -11,8 +11,8 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future, wait
-from typing import Any, TypeVar
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from typing import Any, Generic, TypeVar
 
 from .errors import RetryableError
 
@@ -97,3 +97,57 @@ class DaemonExecutor(Executor):
                 future.set_result(fn(*args, **kwargs))
             except BaseException as exc:
                 future.set_exception(exc)
+
+
+class InFlight(Generic[T]):
+    """Work submitted to lane threads and not yet collected (a worker's batches being sent and
+    acked while its next claim runs), each with the keys it holds.
+
+    Waits are bounded by ``time_left`` like every other wait under a deadline: past it, work still
+    running is abandoned to finish on its own (each lane bounds its own calls by the same time).
+    """
+
+    def __init__(self, pool: Executor, time_left: Callable[[], float | None]) -> None:
+        self._pool = pool
+        self._time_left = time_left
+        self._running: dict[Future[T], frozenset[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    def keys(self) -> frozenset[str]:
+        return frozenset().union(*self._running.values())
+
+    def submit(self, keys: frozenset[str], fn: Callable[..., T], *args: Any) -> None:
+        self._running[self._pool.submit(fn, *args)] = keys
+
+    def collect(self, on_done: Callable[[T], None]) -> int:
+        """Hand the results of finished work to ``on_done``; returns how many."""
+        done = [f for f in self._running if f.done()]
+        for future in done:
+            del self._running[future]
+            on_done(future.result())
+        return len(done)
+
+    def wait_one(self) -> None:
+        """Wait (a slice at most) until some work finishes."""
+        left = self._time_left()
+        if self._running and (left is None or left > 0):
+            wait(self._running, timeout=WAIT_SLICE_SECONDS, return_when=FIRST_COMPLETED)
+
+    def drain(self, on_done: Callable[[T], None]) -> int:
+        """Wait for all of it, within the time left (one more slice past it), then abandon the rest."""
+        count = 0
+        grace = False
+        while self._running:
+            count += self.collect(on_done)
+            left = self._time_left()
+            if left is not None and left <= 0:
+                if grace:
+                    break
+                grace = True
+            timeout = WAIT_SLICE_SECONDS if left is None or left <= 0 else min(left, WAIT_SLICE_SECONDS)
+            wait(self._running, timeout=timeout, return_when=FIRST_COMPLETED)
+        count += self.collect(on_done)
+        self._running.clear()
+        return count

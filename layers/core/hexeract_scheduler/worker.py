@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import enum
 import logging
 import random
 import threading
 from concurrent.futures import Executor, ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from .clock import Clock, SystemClock, from_ms, rfc3339, to_ms
-from .concurrency import map_concurrently, no_answer
+from .clock import Clock, SystemClock, from_ms, to_ms
+from .concurrency import DaemonExecutor, InFlight, map_concurrently, no_answer
 from .contract import CRASH_EXHAUSTED, ClaimBatch, ScheduleStore
-from .errors import ConfigError, EndpointUnreachable, HexeractError, RetryableError, TableMissing
+from .errors import ConfigError, EndpointUnreachable, RetryableError, TableMissing
 from .model import LeasedOccurrence
-from .sinks import Dispatcher, Outcome
+from .settle import Settled, occurrence_keys, settle
+from .sinks import Dispatcher
 from .summary import CycleSummary
 from .worker_config import SchedulerWorkerConfig, retry_delay
 
@@ -26,16 +26,6 @@ log = logging.getLogger("hexeract_scheduler")
 MAX_UNREACHABLE_IN_ROW = 5
 MAX_REPORTED_KEYS = 10_000
 STUCK_RECHECK_SECONDS = 300.0
-
-
-class Settled(enum.Enum):
-    """How one claimed occurrence was settled."""
-
-    DELIVERED = "delivered"  # sent; a one-shot is done
-    RESCHEDULED = "rescheduled"  # sent; a cron moved on to its next occurrence
-    RETRIED = "retried"  # failed with budget left
-    DEAD_LETTERED = "dead_lettered"  # failed on the last attempt
-    ACK_FAILED = "ack_failed"  # the ack itself failed or went unanswered: the lease will expire
 
 
 class SchedulerWorker:
@@ -70,8 +60,11 @@ class SchedulerWorker:
         self._stuck: dict[str, float] = {}  # unreadable keys -> clock.monotonic() to look at again
         self._run_by: float | None = None  # run()'s hard deadline
         self._stop_by: float | None = None  # stop()'s grace
+        self._lane_pool: Executor | None = None
 
     def close(self) -> None:
+        if self._lane_pool is not None:
+            self._lane_pool.shutdown(wait=False)
         if self._own_executor:
             self.executor.shutdown(wait=False, cancel_futures=True)
 
@@ -122,31 +115,44 @@ class SchedulerWorker:
         as a failed attempt, an ack not answered as a lost one (the lease expires, the occurrence
         is claimed again). Nothing is lost, and the cycle returns on time.
         """
-        cfg = self.config
+        summary, leased = self._claim_round(self.config.batch_size, self.config.poll_interval)
+        if leased:
+            summary.add(self._deliver(leased))
+        return summary
+
+    def _claim_round(
+        self, limit: int, horizon: timedelta, in_flight: frozenset[str] = frozenset()
+    ) -> tuple[CycleSummary, list[LeasedOccurrence]]:
+        """Claim up to ``limit`` due occurrences (one look at the due index for all of them),
+        reading past ``in_flight`` (keys this worker holds: a stale index may still show them)."""
         summary = CycleSummary(cycles=1)
         left = self._time_left()
         if left is not None and left <= 0:
-            return summary
+            return summary, []
         self.ready()
         now_mono = self.clock.monotonic()
         for key in [k for k, until in self._stuck.items() if until <= now_mono]:
             del self._stuck[key]
         batch = self.store.claim_due(
             self.clock.now(),
-            cfg.lease,
-            cfg.batch_size,
-            horizon=cfg.poll_interval,
-            skip=frozenset(self._stuck),
+            self.config.lease,
+            limit,
+            horizon=horizon,
+            skip=frozenset(self._stuck) | in_flight,
             time_left=self._time_left,
         )
         self._report(batch, summary)
-        if not batch.leased:
-            return summary
+        return summary, batch.leased
 
+    def _deliver(self, leased: list[LeasedOccurrence]) -> CycleSummary:
+        """Send one claimed batch and settle each occurrence with its fenced ack, within the
+        batch's lease (nothing is sent on an expired lease) and the run's hard deadline."""
+        cfg = self.config
+        summary = CycleSummary()
         # Sending on an expired lease would race the worker that may have re-claimed it.
         now = self.clock.now()
-        live = [o for o in batch.leased if not o.lease_expired(now)]
-        summary.skipped = len(batch.leased) - len(live)
+        live = [o for o in leased if not o.lease_expired(now)]
+        summary.skipped = len(leased) - len(live)
         sent_at: dict[str, datetime] = {}
 
         def on_sent(occ: LeasedOccurrence) -> None:
@@ -159,12 +165,12 @@ class SchedulerWorker:
         outcomes = self.dispatcher.dispatch(live, executor=self.executor, timeout=timeout, on_sent=on_sent)
 
         def unanswered(pair: tuple[LeasedOccurrence, Any]) -> tuple[Settled, bool]:
-            log.error("ack not answered within the time left, the lease will expire", extra=_keys(pair[0]))
+            log.error("ack not answered within the time left, the lease will expire", extra=occurrence_keys(pair[0]))
             return Settled.ACK_FAILED, False
 
         results = map_concurrently(
             self.executor,
-            lambda pair: self._settle(*pair),
+            lambda pair: settle(self.store, pair[0], pair[1], self.clock.now(), self.config, self.rng),
             list(zip(live, outcomes, strict=True)),
             time_left=self._time_left,
             late=unanswered,
@@ -172,7 +178,7 @@ class SchedulerWorker:
         for occ, (settled, applied) in zip(live, results, strict=True):
             if not applied:
                 summary.lease_lost += 1
-                log.info("lease lost before ack; another worker owns the occurrence", extra=_keys(occ))
+                log.info("lease lost before ack; another worker owns the occurrence", extra=occurrence_keys(occ))
             elif settled in (Settled.DELIVERED, Settled.RESCHEDULED):
                 summary.dispatched += 1
                 summary.rescheduled += settled is Settled.RESCHEDULED
@@ -208,98 +214,121 @@ class SchedulerWorker:
                     "unreadable item left in place (could not be quarantined): %s", reason, extra={"item_key": key}
                 )
 
-    def _settle(self, occ: LeasedOccurrence, outcome: Outcome) -> tuple[Settled, bool]:
-        """Ack one occurrence; returns how, and whether the fenced write applied."""
-        now = self.clock.now()
-        try:
-            if outcome is None:
-                nxt = occ.trigger.next_after(max(now, occ.scheduled_for))
-                if nxt is None:
-                    return Settled.DELIVERED, self.store.mark_delivered(occ)
-                applied = self.store.reschedule(occ, nxt)
-                if applied:
-                    log.info("rescheduled: next occurrence at %s", rfc3339(nxt), extra=_keys(occ))
-                return Settled.RESCHEDULED, applied
-            if occ.is_exhausted:
-                log.warning("dead-lettered after %d attempts: %s", occ.attempt, outcome, extra=_keys(occ))
-                return Settled.DEAD_LETTERED, self.store.mark_dead_lettered(occ, outcome, now)
-            delay = retry_delay(occ.attempt, self.config, self.rng)
-            log.info(
-                "attempt %d failed, retry in %.3fs: %s", occ.attempt, delay.total_seconds(), outcome, extra=_keys(occ)
-            )
-            return Settled.RETRIED, self.store.mark_failed(occ, outcome, now + delay)
-        except HexeractError as exc:
-            # The ack did not land: the lease will expire and the occurrence is claimed again
-            # (counted against its budget). Nothing is lost; report it as a lost fence.
-            log.error("ack failed, the lease will expire and the occurrence be re-claimed: %s", exc, extra=_keys(occ))
-            return Settled.ACK_FAILED, False
-
     # -- the loop --------------------------------------------------------------------------
 
     def run(
-        self, *, deadline: float | None = None, cycles: int | None = None, hard_deadline: float | None = None
+        self,
+        *,
+        deadline: float | None = None,
+        cycles: int | None = None,
+        hard_deadline: float | None = None,
+        idle_until: float | None = None,
     ) -> CycleSummary:
-        """Poll until ``deadline`` (a ``clock.monotonic()`` value), ``cycles`` cycles, or ``stop()``.
+        """Poll until ``deadline`` (a ``clock.monotonic()`` value), ``cycles`` claim rounds, or ``stop()``.
 
-        A cycle starts only if a whole batch (``dispatch_timeout``) still fits before the deadline.
-        ``hard_deadline`` bounds every AWS call of the loop (see ``run_once``): with it, ``run``
-        returns by then even if the endpoint hangs.
-        Between cycles: ``min_cycle_delay`` when a full batch was claimed (there may be more), else
+        Pipelined: while a backlog lasts, the next claim round runs while the batches already
+        claimed are sent and acked on lane threads, at most ``config.pipeline_depth`` batches in
+        flight; one look at the due index claims the batches to fill the free lanes. Each batch is
+        still settled within its own lease and nothing is sent on an expired lease (``_deliver``).
+        Once caught up, the loop settles everything in flight before it waits, and it always does
+        before it returns: a stopping worker settles what it claimed (within ``hard_deadline`` /
+        ``stop(grace)``, past which, as in ``run_once``, calls are abandoned to their leases).
+
+        A round starts only if a whole batch (``dispatch_timeout``) still fits before the deadline.
+        Between rounds: ``min_cycle_delay`` when a full claim was made (there may be more), else
         sleep until the next due instant seen in the look-ahead, or ``poll_interval`` at most.
-        Throttling and transient AWS errors back off and retry. Any other failure of a cycle is
+        With ``idle_until`` (a ``clock.monotonic()`` value), claims look ahead that far, and the run
+        returns as soon as a round claims nothing, nothing is in flight, and nothing is due before
+        it (the on-demand dispatcher: the next run, started by then, takes over).
+
+        Throttling and transient AWS errors back off and retry. Any other failure of a round is
         logged with its cause and the loop goes on after ``poll_interval`` (as hexeract's does): in a
         Lambda run, one bad item or request must not leave every other schedule undelivered until
         the next run. Only configuration errors (a missing table, an incoherent setting) and an
-        endpoint that stays unreachable end the loop, since no later cycle can do better.
+        endpoint that stays unreachable end the loop, since no later round can do better.
         """
         cfg = self.config
         total = CycleSummary()
         budget = cfg.dispatch_timeout.total_seconds()
         errors_in_row = 0
         self._run_by = hard_deadline
-        while not self._stop.is_set():
-            if deadline is not None and self.clock.monotonic() + budget > deadline:
-                break
-            if cycles is not None and total.cycles >= cycles:
-                break
-            left = self._time_left()
-            if left is not None and left <= 0:
-                break
-            try:
-                cycle = self.run_once()
-                errors_in_row = 0
-            except (RetryableError, EndpointUnreachable) as exc:
-                # Throttling, a 5xx or a network blip: back off and poll again. An endpoint that
-                # stays unreachable is a configuration problem: give up after a few tries.
-                errors_in_row += 1
-                if isinstance(exc, EndpointUnreachable) and errors_in_row > MAX_UNREACHABLE_IN_ROW:
+        lanes: InFlight[CycleSummary] = InFlight(self._lanes(), self._time_left)
+        try:
+            while not self._stop.is_set():
+                lanes.collect(total.add)
+                if deadline is not None and self.clock.monotonic() + budget > deadline:
+                    break
+                if cycles is not None and total.cycles >= cycles:
+                    break
+                left = self._time_left()
+                if left is not None and left <= 0:
+                    break
+                free = cfg.pipeline_depth - len(lanes)
+                if free <= 0:
+                    lanes.wait_one()
+                    continue
+                horizon = cfg.poll_interval
+                if idle_until is not None:
+                    horizon = max(horizon, timedelta(seconds=idle_until - self.clock.monotonic()))
+                limit = free * cfg.batch_size
+                try:
+                    cycle, leased = self._claim_round(limit, horizon, lanes.keys())
+                    errors_in_row = 0
+                except (RetryableError, EndpointUnreachable) as exc:
+                    # Throttling, a 5xx or a network blip: back off and poll again. An endpoint that
+                    # stays unreachable is a configuration problem: give up after a few tries.
+                    errors_in_row += 1
+                    if isinstance(exc, EndpointUnreachable) and errors_in_row > MAX_UNREACHABLE_IN_ROW:
+                        raise
+                    pause = min(cfg.poll_interval.total_seconds() * 2**errors_in_row, 5.0)
+                    log.warning("transient AWS error, backing off %.2fs: %s", pause, exc)
+                    self._sleep(pause, deadline)
+                    total.cycles += 1
+                    continue
+                except (ConfigError, TableMissing):
                     raise
-                pause = min(cfg.poll_interval.total_seconds() * 2**errors_in_row, 5.0)
-                log.warning("transient AWS error, backing off %.2fs: %s", pause, exc)
-                self._sleep(pause, deadline)
-                total.cycles += 1
-                continue
-            except (ConfigError, TableMissing):
-                raise
-            except Exception:
-                errors_in_row = 0
-                log.exception("poll cycle failed, going on after poll_interval")
-                total.cycles += 1
-                total.failed_cycles += 1
-                self._sleep(cfg.poll_interval.total_seconds(), deadline)
-                continue
-            total.add(cycle)
-            # More may be due: go again at once, but only after a cycle that made progress; one
-            # that claimed nothing (every due entry refused) waits like an idle one, never spins.
-            progressed = cycle.claimed or cycle.swept or cycle.quarantined
-            if progressed and (cycle.more_due or cycle.claimed == cfg.batch_size):
-                self._sleep(cfg.min_cycle_delay.total_seconds(), deadline)
-                continue
-            wait = cfg.poll_interval.total_seconds()
-            if cycle.next_due_ms is not None:
-                wait = min(wait, max((from_ms(cycle.next_due_ms) - self.clock.now()).total_seconds(), 0.0))
-            self._sleep(max(wait, cfg.min_cycle_delay.total_seconds()), deadline)
+                except Exception:
+                    errors_in_row = 0
+                    log.exception("poll cycle failed, going on after poll_interval")
+                    total.cycles += 1
+                    total.failed_cycles += 1
+                    self._sleep(cfg.poll_interval.total_seconds(), deadline)
+                    continue
+                total.add(cycle)
+                for i in range(0, len(leased), cfg.batch_size):
+                    batch = leased[i : i + cfg.batch_size]
+                    lanes.submit(frozenset(str(o.schedule_id) for o in batch), self._deliver_batch, batch)
+                # More may be due: go again at once, but only after a round that made progress; one
+                # that claimed nothing (every due entry refused) waits like an idle one, never spins.
+                progressed = cycle.claimed or cycle.swept or cycle.quarantined
+                if progressed and (cycle.more_due or cycle.claimed == limit):
+                    self._sleep(cfg.min_cycle_delay.total_seconds(), deadline)
+                    continue
+                settled = lanes.drain(total.add)  # caught up: settle what is in flight before waiting
+                if idle_until is not None and not (progressed or settled or cycle.more_due or cycle.next_due_ms):
+                    break
+                wait = cfg.poll_interval.total_seconds()
+                if cycle.next_due_ms is not None:
+                    wait = min(wait, max((from_ms(cycle.next_due_ms) - self.clock.now()).total_seconds(), 0.0))
+                self._sleep(max(wait, cfg.min_cycle_delay.total_seconds()), deadline)
+        finally:
+            lanes.drain(total.add)
         return total
+
+    def _deliver_batch(self, leased: list[LeasedOccurrence]) -> CycleSummary:
+        """``_deliver`` on a lane thread: a failure is logged and counted, never lost in a future."""
+        try:
+            return self._deliver(leased)
+        except Exception:
+            log.exception("delivering a batch failed: its leases will expire and it will be claimed again")
+            return CycleSummary(failed_cycles=1)
+
+    def _lanes(self) -> Executor:
+        """Threads that send and ack claimed batches (their calls run on ``executor``); daemon
+        threads, so a lane stuck on a hung call never holds the process at exit."""
+        if self._lane_pool is None:
+            self._lane_pool = DaemonExecutor(self.config.pipeline_depth, name="hexeract-lane")
+        return self._lane_pool
 
     def _sleep(self, seconds: float, deadline: float | None) -> None:
         limits = [t for t in (deadline, self._hard_deadline()) if t is not None]
@@ -307,7 +336,3 @@ class SchedulerWorker:
             seconds = min(seconds, max(min(limits) - self.clock.monotonic(), 0.0))
         if seconds > 0 and not self._stop.is_set():
             self.clock.sleep(seconds)
-
-
-def _keys(occ: LeasedOccurrence) -> dict[str, Any]:
-    return {"schedule_id": str(occ.schedule_id), "occurrence_id": str(occ.occurrence_id), "attempt": occ.attempt}

@@ -30,6 +30,9 @@ class SchedulerWorkerConfig:
     # Not in hexeract: threads for concurrent sends and acks. (Which shards a worker reads is its
     # store's configuration.)
     concurrency: int = 16
+    # Not in hexeract: claimed batches being sent and acked while the next claim runs (``run``);
+    # None: twice the batches that ``concurrency`` threads serve at once, at least 2.
+    batches_in_flight: int | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -41,6 +44,8 @@ class SchedulerWorkerConfig:
                     raise ConfigError(f"{f.name} must be non-zero")
         check_int(self.batch_size, "batch_size", 1, error=ConfigError)
         check_int(self.concurrency, "concurrency", 1, error=ConfigError)
+        if self.batches_in_flight is not None:
+            check_int(self.batches_in_flight, "batches_in_flight", 1, error=ConfigError)
         if self.retry_max_delay < self.retry_base_delay:
             raise ConfigError(
                 f"retry_max_delay ({self.retry_max_delay}) must be >= retry_base_delay ({self.retry_base_delay})"
@@ -57,6 +62,13 @@ class SchedulerWorkerConfig:
                 f"lease ({self.lease}) must cover a whole batch: >= batch_size ({self.batch_size}) x "
                 f"dispatch_timeout ({self.dispatch_timeout}) = {batch_time}"
             )
+
+    @property
+    def pipeline_depth(self) -> int:
+        """How many claimed batches ``run`` keeps in flight at most."""
+        if self.batches_in_flight is not None:
+            return self.batches_in_flight
+        return max(2, 2 * -(-self.concurrency // self.batch_size))
 
 
 def retry_delay(attempts: int, config: SchedulerWorkerConfig, rng: random.Random | None = None) -> timedelta:
