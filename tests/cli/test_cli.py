@@ -16,7 +16,7 @@ from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.errors import InvalidInput
 from hexeract_scheduler.model import ScheduledMessage
 
-from ..conftest import Queue, unique
+from ..conftest import Queue, dead_port, unique
 from ..limits import memory_headroom
 from .conftest import Hexeract
 
@@ -392,29 +392,36 @@ def test_replay_rejects_format(hexeract):
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "what"),
     [
-        ["list"],
-        ["inspect", UNKNOWN],
-        ["pause", UNKNOWN],
-        ["add", "--at", "now", "--target", "sqs:arn:aws:sqs:us-east-1:123456789012:q"],
-        ["dead-letter", "list"],
-        ["worker", "--once"],
-        ["table", "create"],
+        (["list"], "listing schedules in table hexeract-schedules"),
+        (["inspect", UNKNOWN], f"inspecting schedule {UNKNOWN} in table hexeract-schedules"),
+        (["pause", UNKNOWN], f"pausing schedule {UNKNOWN} in table hexeract-schedules"),
+        (["add", "--at", "now", "--target", "sqs:arn:aws:sqs:us-east-1:123456789012:q"], "adding schedule "),
+        (["dead-letter", "list"], "listing dead-lettered schedules in table hexeract-schedules"),
+        (["dead-letter", "replay", UNKNOWN], f"replaying schedule {UNKNOWN} in table hexeract-schedules"),
+        (["worker", "--once"], "opening table hexeract-schedules"),
+        (["table", "create"], "creating table hexeract-schedules"),
     ],
 )
-def test_unreachable_endpoint_fails_fast(hexeract, command):
+def test_unreachable_endpoint_fails_fast_naming_the_command_and_the_endpoint(hexeract, command, what):
+    """Nothing listens at the port: one line that names what was asked and where, exit 1."""
+    url = f"http://127.0.0.1:{dead_port()}"
     started = time.monotonic()
-    err = fails(hexeract("scheduler", *command, conn="http://127.0.0.1:1"))
-    assert "cannot reach" in err
+    err = fails(hexeract("scheduler", *command, conn=url, table=None))
+    assert err.startswith(f"error: {what}"), err
+    assert f"cannot reach the endpoint {url}" in err and "shard count" not in err
     assert time.monotonic() - started < 10
 
 
 @pytest.mark.parametrize("command", [["list"], ["inspect", UNKNOWN], ["dead-letter", "replay", UNKNOWN], ["worker"]])
-def test_missing_table(hexeract, command):
+def test_missing_table_on_a_local_endpoint_advises_table_create(hexeract, backend, command):
     name = unique("absent")
     err = fails(hexeract("scheduler", *command, table=name))
-    assert err.strip() == f"error: table {name} does not exist: run `hexeract scheduler table create`"
+    assert err.strip() == (
+        f"error: table {name} does not exist at {backend.aws_url}: create it with `hexeract scheduler table create`, "
+        "or name another with --table NAME"
+    )
 
 
 @pytest.mark.parametrize(
