@@ -14,13 +14,25 @@ from hexeract_scheduler.cli import parse_when
 from hexeract_scheduler.clock import UTC, SystemClock
 from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.errors import InvalidInput
-from hexeract_scheduler.model import ScheduledMessage
+from hexeract_scheduler.model import LeasedOccurrence, ScheduledMessage
 
 from ..conftest import Queue, dead_port, unique
 from ..limits import memory_headroom
 from .conftest import Hexeract
 
-JSON_KEYS = ["schedule_id", "status", "scheduled_for", "attempts", "max_attempts", "trigger", "last_error"]
+JSON_KEYS = [
+    "schedule_id",
+    "status",
+    "scheduled_for",
+    "attempts",
+    "max_attempts",
+    "trigger",
+    "target",
+    "event_type",
+    "last_error",
+    "leased_until",
+    "dead_lettered_at",
+]
 UNKNOWN = "01900000-0000-7000-8000-000000000000"
 # A command-line argument that is not UTF-8 reaches Python as surrogate escapes (PEP 383).
 NOT_UTF8_ARG = b'{"a": "\xff"}'.decode("utf-8", "surrogateescape")
@@ -94,6 +106,7 @@ def test_add_list_inspect_json_and_text(hexeract, queue):
     for item in items:
         assert list(item) == JSON_KEYS
         assert item["status"] == "pending" and item["attempts"] == 0 and item["last_error"] is None
+        assert item["target"] == queue.target and item["leased_until"] is None and item["dead_lettered_at"] is None
         assert item["scheduled_for"].endswith("Z")
     by_id = {i["schedule_id"]: i for i in items}
     assert by_id[later]["trigger"] == "delay"
@@ -125,6 +138,41 @@ def test_add_list_inspect_json_and_text(hexeract, queue):
 
     one = inspect_json(hexeract, later)
     assert list(one) == JSON_KEYS and one["schedule_id"] == later
+    assert (one["target"], one["event_type"]) == (queue.target, "reminder")
+
+
+def text_keys(details: str) -> dict[str, str]:
+    """``inspect``'s ``key: value`` lines, keyed as the JSON names the same fields (``attempts:
+    n/max`` is two of them)."""
+    out: dict[str, str] = {}
+    for line in details.splitlines():
+        label, value = line.split(":", 1)
+        key = label.strip().replace(" ", "_").replace("-", "_")
+        if key == "attempts":
+            out["attempts"], out["max_attempts"] = value.strip().split("/")
+        else:
+            out[key] = value.strip()
+    return out
+
+
+def test_inspect_json_carries_every_field_the_text_shows(hexeract, store, queue):
+    """Pending, leased (claimed, not acked) and dead-lettered: the JSON object has every field the
+    text shows, and the only fields the text leaves out are those the schedule has no value for."""
+    pending = add(hexeract, "--at", "+1h", "--target", queue.target, "--event-type", "reminder")
+    leased = add(hexeract, "--at", "now", "--target", queue.target)
+    now = SystemClock().now()
+    claimed = store.claim(uuid.UUID(leased), now + timedelta(seconds=1), timedelta(minutes=5))
+    assert isinstance(claimed, LeasedOccurrence), claimed
+    dead = dead_letter(hexeract, store, queue)
+    for sid in (pending, leased, dead):
+        text = text_keys(ok(hexeract("scheduler", "inspect", sid)))
+        data = inspect_json(hexeract, sid)
+        assert set(text) <= set(data), set(text) - set(data)
+        assert {k for k in set(data) - set(text) if data[k] is not None} == set(), sid
+        assert text["target"] == data["target"] and text["event_type"] == data["event_type"]
+    assert "leased_until" in text_keys(ok(hexeract("scheduler", "inspect", leased)))
+    assert "dead_lettered_at" in text_keys(ok(hexeract("scheduler", "inspect", dead)))
+    assert inspect_json(hexeract, pending)["event_type"] == "reminder"
 
 
 def test_listing_limits_and_empty_listings(hexeract):
@@ -301,7 +349,7 @@ def test_dead_letter_list_and_replay(hexeract, store, queue):
     items = json.loads(ok(hexeract("scheduler", "dead-letter", "list", "--format", "json")))
     assert [i["schedule_id"] for i in items] == [sid]
     (item,) = items
-    assert list(item) == [*JSON_KEYS, "dead_lettered_at"]
+    assert list(item) == JSON_KEYS
     assert item["status"] == "dead-lettered"
     assert item["attempts"] == 1 and item["max_attempts"] == 1
     assert "does not exist" in item["last_error"]

@@ -313,7 +313,10 @@ def test_dead_letter_lists_and_replays(load, store, dead_letter):
         "attempts",
         "max_attempts",
         "trigger",
+        "target",
+        "event_type",
         "last_error",
+        "leased_until",
         "dead_lettered_at",
     }
     json.dumps(listed)  # what Lambda returns must serialise

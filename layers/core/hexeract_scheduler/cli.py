@@ -300,10 +300,7 @@ def dead_letter() -> None:
 def dead_letter_list(limit: int, fmt: str, where: StoreRef) -> None:
     """Dead-lettered schedules, most recently dead-lettered first."""
     snapshots = open_store(where).list_dead_letter(limit)
-    if fmt == "json":
-        click.echo(cli_format.to_json(snapshots, dead_letter=True))
-    else:
-        click.echo(cli_format.table(snapshots, dead_letter=True))
+    click.echo(cli_format.to_json(snapshots) if fmt == "json" else cli_format.table(snapshots, dead_letter=True))
     report_skipped(snapshots)
 
 
