@@ -15,8 +15,9 @@ from hexeract_scheduler.clock import UTC, SystemClock
 from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.errors import InvalidInput
 from hexeract_scheduler.model import LeasedOccurrence, ScheduledMessage
+from hexeract_scheduler.occurrence import OccurrenceId
 
-from ..conftest import Queue, dead_port, unique
+from ..conftest import T0, Queue, dead_port, unique
 from ..limits import memory_headroom
 from .conftest import Hexeract
 
@@ -392,6 +393,41 @@ def test_worker_once_and_for(hexeract, queue):
     fails(hexeract("scheduler", "worker", "--for", "0"), code=2)
     err = fails(hexeract("scheduler", "worker", "--once", "--shards", "9"))
     assert "shards [9] do not exist" in err
+
+
+def test_worker_verbose_log_lines_carry_the_schedule_and_occurrence_ids(hexeract, queue):
+    """`worker -v`: every claim, send, failure, dead letter and reschedule is one stderr line naming
+    the schedule and the occurrence (the id consumers dedupe on) it is about."""
+    missing = "sqs:" + queue.url.rsplit("/", 1)[0] + "/" + unique("missing")
+    sids = {
+        "sent": add(hexeract, "--at", "now", "--target", queue.target),
+        "cron": add(hexeract, "--cron", "* * * * * *", "--target", queue.target),
+        "retried": add(hexeract, "--at", "now", "--target", missing, "--max-attempts", "2"),
+        "dead": add(hexeract, "--at", "now", "--target", missing, "--max-attempts", "1"),
+    }
+    due = {name: parse_when(inspect_json(hexeract, sid)["scheduled_for"], T0) for name, sid in sids.items()}
+    occurrences = {name: OccurrenceId.derive(uuid.UUID(sids[name]), at) for name, at in due.items()}
+    time.sleep(max((max(due.values()) - SystemClock().now()).total_seconds(), 0) + 0.05)  # the cron's second
+
+    result = hexeract("scheduler", "worker", "--once", "-v")
+    assert json.loads(ok(result))["claimed"] == 4
+    expected = {
+        "sent": ["claimed: attempt 1 of 5", "sent"],
+        "cron": ["claimed: attempt 1 of 5", "sent", "rescheduled: next occurrence at "],
+        "retried": ["claimed: attempt 1 of 2", "attempt 1 failed, retry in "],
+        "dead": ["claimed: attempt 1 of 1", "dead-lettered after 1 attempts: "],
+    }
+    lines = result.stderr.splitlines()
+    for name, events in expected.items():
+        ids = f"schedule_id={sids[name]} occurrence_id={occurrences[name]} attempt=1"
+        about = [line for line in lines if f"schedule_id={sids[name]} " in line]
+        assert all(line.endswith(ids) for line in about), about
+        for event in events:
+            assert any(f" {event}" in line for line in about), (name, event, about)
+    assert "DEBUG claimed" in result.stderr and "WARNING dead-lettered" in result.stderr
+
+    quiet = hexeract("scheduler", "worker", "--once")  # without -v: no per-occurrence lines
+    assert "claimed" not in quiet.stderr
 
 
 @pytest.mark.parametrize(

@@ -261,7 +261,7 @@ def cancel(schedule_id: str, where: StoreRef) -> None:
     metavar="all|N-M|N,M,...",
     help="Only these due-index shards (default all).",
 )
-@click.option("-v", "--verbose", is_flag=True, help="Log every retry and acknowledgement (INFO).")
+@click.option("-v", "--verbose", is_flag=True, help="Also log every claim, send, retry and reschedule (with ids).")
 @store_options
 def worker(
     once: bool,

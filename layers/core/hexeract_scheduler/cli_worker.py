@@ -20,15 +20,30 @@ STOP_GRACE_SECONDS = 3.0
 STARTUP_TIMEOUT_SECONDS = 20.0
 
 
+# The ids the core's log records carry (``extra=``), appended to each line in this order.
+LOG_CONTEXT = ("schedule_id", "occurrence_id", "attempt", "item_key")
+
+
+class ContextFormatter(logging.Formatter):
+    """``time LEVEL message schedule_id=... occurrence_id=... attempt=N``: the ids a JSON log
+    (Powertools, in Lambda) carries as fields, on the one line a person reads."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        context = " ".join(f"{key}={record.__dict__[key]}" for key in LOG_CONTEXT if key in record.__dict__)
+        return f"{line} {context}" if context else line
+
+
 @contextmanager
 def worker_logging(verbose: bool) -> Iterator[None]:
-    """The worker's log lines (retries, dead letters) on stderr while the command runs."""
+    """The worker's log lines on stderr while the command runs: failures, dead letters and
+    warnings; with ``verbose``, every claim, send, retry and reschedule too (DEBUG)."""
     logger = logging.getLogger("hexeract_scheduler")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setFormatter(ContextFormatter("%(asctime)s %(levelname)s %(message)s"))
     old_level = logger.level
     logger.addHandler(handler)
-    logger.setLevel(logging.INFO if verbose else logging.WARNING)
+    logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
     try:
         yield
     finally:

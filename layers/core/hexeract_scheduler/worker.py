@@ -140,6 +140,8 @@ class SchedulerWorker:
             time_left=self._time_left,
         )
         self._report(batch, summary)
+        for occ in batch.leased:
+            log.debug("claimed: attempt %d of %d", occ.attempt, occ.max_attempts, extra=_keys(occ))
         if not batch.leased:
             return summary
 
@@ -151,6 +153,7 @@ class SchedulerWorker:
 
         def on_sent(occ: LeasedOccurrence) -> None:
             sent_at[occ.lease_token] = self.clock.now()
+            log.debug("sent", extra=_keys(occ))
 
         timeout = cfg.dispatch_timeout.total_seconds()
         left = self._time_left()
