@@ -508,6 +508,19 @@ def test_missing_table_on_a_local_endpoint_advises_table_create(hexeract, backen
     )
 
 
+@pytest.mark.parametrize("args", [["list"], ["worker", "--once"], ["table", "create"]])
+def test_ctrl_c_exits_130_with_one_line_and_no_traceback(monkeypatch, args):
+    """In-process: KeyboardInterrupt wherever a command is (here: while it opens the table)."""
+    from click.testing import CliRunner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_open_table", interrupted)
+    result = CliRunner().invoke(cli.main, ["scheduler", *args, "--conn", "http://127.0.0.1:1"])
+    assert (result.exit_code, result.stdout, result.stderr) == (130, "", "interrupted\n")
+
+
 @pytest.mark.parametrize(
     ("conn", "message"),
     [

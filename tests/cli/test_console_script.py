@@ -86,23 +86,75 @@ def test_module_entry_point(env):
     assert result.stdout.startswith("created table ")
 
 
-def test_worker_stops_cleanly_on_ctrl_c(env, queue: Queue):
+def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
+    """``hexeract scheduler worker`` in its loop (its Ctrl-C handler installed)."""
     proc = subprocess.Popen(
         [*command(), "scheduler", "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+    assert proc.stderr is not None
+    started = proc.stderr.readline()
+    assert started.startswith("worker polling "), started
+    return proc
+
+
+def test_worker_stops_cleanly_on_ctrl_c_then_exits_130(env, queue: Queue):
+    """The first Ctrl-C finishes the cycle (within the stop grace), prints the summary, and exits
+    130 like any command Ctrl-C ended; the one line on stderr is the notice it gave."""
+    proc = start_worker(env)
     try:
-        assert proc.stderr is not None
-        started = proc.stderr.readline()  # the worker is in its loop, the handler installed
-        assert started.startswith("worker polling "), started
         time.sleep(0.3)
+        started = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
+        elapsed = time.monotonic() - started
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, err
-    assert "Traceback" not in err and "stopping after this cycle" in err
+    assert proc.returncode == 130, err
+    assert err == "stopping after this cycle (Ctrl-C again to abort)\n", err
+    assert elapsed < cli_worker.STOP_GRACE_SECONDS + 5
     assert set(json.loads(out)) >= {"claimed", "dispatched", "retried", "dead_lettered", "swept"}
+
+
+def test_a_second_ctrl_c_aborts_the_worker_with_130_and_no_traceback(env, queue: Queue):
+    proc = start_worker(env)
+    try:
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("stopping after this cycle")  # the handler ran
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and len(err.splitlines()) <= 1, err  # "interrupted", unless it had stopped
+
+
+def test_ctrl_c_during_a_hung_request_exits_130_with_one_line(backend, store):
+    """`list` waits on a DynamoDB that never answers: Ctrl-C ends it at once, exit 130, one line."""
+    with fault_proxy(backend.dynamodb_url) as proxy:
+        proxy.mode = "hang"
+        env = {**os.environ, **backend.env, "AWS_ENDPOINT_URL_DYNAMODB": proxy.url, "HEXERACT_CONN": "aws"}
+        proc = subprocess.Popen(
+            [*command(), "scheduler", "list", "--table", store.table_name],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while proxy.faults == 0 and time.monotonic() < deadline:  # the request is in the proxy
+                time.sleep(0.05)
+            assert proxy.faults > 0
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert (proc.returncode, out, err) == (130, "", "interrupted\n")
 
 
 def test_a_worker_exits_within_a_few_seconds_of_for_while_dynamodb_hangs(backend, store, queue: Queue):

@@ -29,6 +29,7 @@ from .cli_common import (
     OPENED_KEY,
     CliError,
     HexeractGroup,
+    Interrupted,
     Opened,
     StoreRef,
     format_option,
@@ -282,10 +283,12 @@ def worker(
             worker_logging(verbose),
             SchedulerWorker(store, Dispatcher.for_clients(clients), config, clock=_clock, executor=pool) as w,
         ):
-            summary = w.run_once() if once else run_until_stopped(w, for_seconds)
+            summary, interrupted = (w.run_once(), False) if once else run_until_stopped(w, for_seconds)
     finally:
         pool.shutdown()
     click.echo(json.dumps(summary.as_dict()))
+    if interrupted:  # stopped by Ctrl-C, which it reported when it came
+        raise Interrupted("")
 
 
 @scheduler.group("dead-letter")

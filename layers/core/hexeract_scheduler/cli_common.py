@@ -56,20 +56,37 @@ class CliError(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True, file=file)
 
 
+class Interrupted(click.ClickException):
+    """Ctrl-C: exit status 130 (128 + SIGINT, as a shell reports a process SIGINT ended), one line
+    on stderr, never a traceback. A worker that already said it was stopping adds nothing."""
+
+    exit_code = 130
+
+    def __init__(self, message: str = "interrupted") -> None:
+        super().__init__(message)
+
+    def show(self, file: Any = None) -> None:
+        if self.message:
+            click.echo(self.message, err=True, file=file)
+
+
 def one_line(text: str) -> str:
     return " ".join(str(text).split()) or "unknown error"
 
 
 class HexeractGroup(click.Group):
-    """The root group: turns every error a command raises into :class:`CliError` (exit 1).
+    """The root group: turns every error a command raises into :class:`CliError` (exit 1), and
+    Ctrl-C into :class:`Interrupted` (exit 130).
 
-    Usage errors (``click.UsageError``, exit 2), ``--help`` and Ctrl-C pass through to click.
+    Usage errors (``click.UsageError``, exit 2) and ``--help`` pass through to click.
     """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt, EOFError):
+        except KeyboardInterrupt:
+            raise Interrupted() from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort, EOFError):
             raise
         except TableMissing as exc:
             opened = ctx.meta.get(OPENED_KEY)
