@@ -180,3 +180,53 @@ def test_a_worker_exits_within_a_few_seconds_of_for_while_dynamodb_hangs(backend
     assert proc.returncode == 0, err
     assert elapsed < 2 + cli_worker.STOP_GRACE_SECONDS + 2.0, f"exited {elapsed:.1f}s after starting to poll"
     assert set(json.loads(out.strip().splitlines()[-1])) >= {"claimed", "dispatched"}
+
+
+# -- shell completion (docs/cli.md#shell-completion) ---------------------------------------------
+
+
+def complete(*words: str, env: dict[str, str] | None = None) -> list[str]:
+    """What bash completion offers after ``hexeract WORDS`` (the last word being typed)."""
+    completion_env = {
+        **(env or os.environ),
+        "_HEXERACT_COMPLETE": "bash_complete",
+        "COMP_WORDS": " ".join(["hexeract", *words]),
+        "COMP_CWORD": str(len(words)),
+    }
+    result = subprocess.run(command(), env=completion_env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("shell", "marks"),
+    [
+        ("bash", ["_hexeract_completion()", "complete -o nosort -F _hexeract_completion hexeract"]),
+        ("zsh", ["#compdef hexeract", "compdef _hexeract_completion hexeract"]),
+        ("fish", ["complete --no-files --command hexeract"]),
+    ],
+)
+def test_completion_scripts_for_bash_zsh_and_fish(shell, marks):
+    env = {**os.environ, "_HEXERACT_COMPLETE": f"{shell}_source"}
+    result = subprocess.run(command(), env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    for mark in marks:
+        assert mark in result.stdout, (shell, mark)
+
+
+def test_completion_completes_commands_options_and_choices():
+    assert complete("sch") == ["plain,scheduler"]
+    assert complete("scheduler", "dead") == ["plain,dead-letter"]
+    assert "plain,--stack" in complete("scheduler", "list", "--")
+    assert complete("scheduler", "list", "--format", "") == ["plain,text", "plain,json"]
+
+
+@pytest.mark.skipif(not SCRIPT.exists(), reason="the hexeract console script is not installed")
+def test_the_documented_bash_line_installs_the_completion():
+    env = {**os.environ, "PATH": f"{SCRIPT.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    documented = 'eval "$(_HEXERACT_COMPLETE=bash_source hexeract)"'
+    assert documented in (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    line = f"{documented} && complete -p hexeract"
+    result = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "complete -o nosort -F _hexeract_completion hexeract"
