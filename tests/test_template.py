@@ -641,3 +641,21 @@ def test_the_application_metadata_is_what_the_serverless_application_repository_
         assert app[url].startswith("https://"), url
     labels = app.get("Labels", [])
     assert len(labels) <= 10 and all(re.fullmatch(r"[a-zA-Z0-9+\-_:/@]{1,127}", label) for label in labels)
+
+
+# The public repository's URL does not exist yet: until it does, the template holds this
+# placeholder, the one value to set before `sam publish`.
+PLACEHOLDER_SOURCE_URL = "https://github.com/nubster-opensources/hexeract-scheduler-aws"
+
+
+def test_the_placeholder_source_code_url_is_flagged_as_the_value_to_set_before_publishing(template):
+    app = template["Metadata"]["AWS::ServerlessRepo::Application"]
+    if app["SourceCodeUrl"] != PLACEHOLDER_SOURCE_URL:
+        return  # set: nothing left to flag
+    assert app["HomePageUrl"] == PLACEHOLDER_SOURCE_URL  # set both together
+    lines = (ROOT / "template.yaml").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("SourceCodeUrl:"))
+    comment = " ".join(line.strip() for line in lines[max(at - 5, 0) : at] if line.strip().startswith("#"))
+    assert "SET BEFORE PUBLISHING" in comment and "SourceCodeUrl" in comment, comment
+    deploy = " ".join((ROOT / "docs" / "deploy.md").read_text().split())
+    assert "is the one value to set before `sam publish`" in deploy
