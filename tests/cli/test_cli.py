@@ -565,6 +565,7 @@ def test_every_command_has_help_and_the_shared_options():
         result = CliRunner().invoke(main, ["scheduler", *leaf, "--help"])
         assert result.exit_code == 0, leaf
         assert "--conn" in result.stdout and "--table" in result.stdout and "HEXERACT_CONN" in result.stdout, leaf
+        assert "--stack" in result.stdout and "HEXERACT_STACK" in result.stdout, leaf
         has_format = leaf in (["list"], ["inspect"], ["dead-letter", "list"])
         assert ("--format" in result.stdout) == has_format, leaf
         assert ("--limit" in result.stdout) == (leaf in (["list"], ["dead-letter", "list"])), leaf

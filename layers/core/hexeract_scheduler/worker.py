@@ -106,7 +106,7 @@ class SchedulerWorker:
             if timeout is not None:
                 until = self.clock.monotonic() + timeout
                 time_left = lambda: until - self.clock.monotonic()  # noqa: E731
-            late = no_answer(f"preparing {self.store.name}")
+            late = no_answer(f"opening {self.store.name}")
             self._ready = map_concurrently(
                 self.executor, lambda _: self.store.ready(), [None], time_left=time_left, late=late
             )[0]
