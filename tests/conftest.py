@@ -8,9 +8,11 @@ accepts requests DynamoDB rejects) and atomic per-item writes. SQS and SNS are m
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import os
 import random
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -117,6 +119,13 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{next(_names)}"
 
 
+def dead_port() -> int:
+    """A port on 127.0.0.1 where nothing listens: bound by the system, then closed."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 @pytest.fixture
 def store(clients: ClientFactory, backend: Backend) -> DynamoScheduleStore:
     if backend.name == "dynalite":
@@ -189,3 +198,44 @@ def make_worker(
         clock=clock,
         rng=random.Random(7),
     )
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture
+def no_credentials(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """An environment with no AWS credentials anywhere, real-AWS style (no --conn URL, so no
+    stand-in credentials), its endpoint on a dead loopback port, no instance metadata; and a guard
+    that records any connection attempted (there must be none: nothing can be signed)."""
+    for var in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{dead_port()}")
+    attempts: list[Any] = []
+    real_connect = socket.socket.connect
+
+    def guard(sock: socket.socket, address: Any) -> None:
+        attempts.append(address)
+        if not _loopback(str(address[0])):
+            raise OSError(f"test guard: no connection may leave the machine ({address})")
+        real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guard)
+    yield attempts

@@ -21,6 +21,7 @@ from hexeract_scheduler.dynamo import table_definition
 from hexeract_scheduler.lambda_ops import parse_dead_letter_request
 from hexeract_scheduler.settings import BOUNDS, ENV_VARS, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
 from hexeract_scheduler.shards import MAX_SHARDS
+from hexeract_scheduler.stack import TABLE_OUTPUT
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_SERVICES = ("dynamodb:", "sqs:", "sns:", "kms:", "s3:")
@@ -525,6 +526,9 @@ def test_a_failed_dispatcher_invocation_leaves_a_message_and_raises_an_alarm(tem
 # -- operator policies -------------------------------------------------------------------------
 
 READ_ACTIONS = {"dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
+# `hexeract --stack NAME` reads the table's name from the stack's outputs, on this stack only.
+STACK_READ = {"cloudformation:DescribeStacks"}
+STACK_ARN = {"Ref": "AWS::StackId"}
 # What `hexeract scheduler add` (PutItem), pause, resume, cancel and dead-letter replay (UpdateItem) need.
 CLI_WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem"}
 DYNAMODB_WRITE_ACTIONS = CLI_WRITE_ACTIONS | {
@@ -555,17 +559,22 @@ def granted(template: dict[str, Any], policy: str) -> set[str]:
 def test_the_read_only_policy_grants_no_write(template):
     statements = policy_statements(template, "ReadOnlyPolicy")
     assert all(s["Effect"] == "Allow" and "Condition" not in s for s in statements)
-    assert granted(template, "ReadOnlyPolicy") == READ_ACTIONS
+    assert granted(template, "ReadOnlyPolicy") == READ_ACTIONS | STACK_READ
     assert not granted(template, "ReadOnlyPolicy") & DYNAMODB_WRITE_ACTIONS
     assert "lambda:InvokeFunction" not in granted(template, "ReadOnlyPolicy")  # replay is a write
     for stmt in statements:
         assert not any("*" in a for a in _as_list(stmt["Action"])), stmt
-        assert all(r in (TABLE_ARN, INDEX_ARNS) for r in _as_list(stmt["Resource"])), stmt
+        if set(_as_list(stmt["Action"])) == STACK_READ:
+            assert _as_list(stmt["Resource"]) == [STACK_ARN], "only this stack's outputs"
+        else:
+            assert all(r in (TABLE_ARN, INDEX_ARNS) for r in _as_list(stmt["Resource"])), stmt
 
 
 def test_the_operator_policy_grants_reads_and_exactly_the_cli_writes(template):
     statements = policy_statements(template, "OperatorPolicy")
-    assert granted(template, "OperatorPolicy") == READ_ACTIONS | CLI_WRITE_ACTIONS | {"lambda:InvokeFunction"}
+    assert granted(template, "OperatorPolicy") == READ_ACTIONS | STACK_READ | CLI_WRITE_ACTIONS | {
+        "lambda:InvokeFunction"
+    }
     assert granted(template, "OperatorPolicy") & DYNAMODB_WRITE_ACTIONS == CLI_WRITE_ACTIONS
     for stmt in statements:
         actions = set(_as_list(stmt["Action"]))
@@ -575,8 +584,13 @@ def test_the_operator_policy_grants_reads_and_exactly_the_cli_writes(template):
             assert actions == {"lambda:InvokeFunction"}
             assert _as_list(stmt["Resource"]) == [{"Fn::GetAtt": ["DeadLetterFunction", "Arn"]}]
     # read-only plus: every read grant of the read-only policy is in the operator one
-    reads = [s for s in statements if set(_as_list(s["Action"])) <= READ_ACTIONS]
+    reads = [s for s in statements if set(_as_list(s["Action"])) <= READ_ACTIONS | STACK_READ]
     assert reads == policy_statements(template, "ReadOnlyPolicy")
+
+
+def test_the_output_hexeract_stack_reads_is_the_table(template):
+    output = template["Outputs"][TABLE_OUTPUT]
+    assert output["Value"] == {"Ref": "SchedulesTable"} and "Condition" not in output
 
 
 def test_the_operator_policies_are_outputs(template):
@@ -627,3 +641,21 @@ def test_the_application_metadata_is_what_the_serverless_application_repository_
         assert app[url].startswith("https://"), url
     labels = app.get("Labels", [])
     assert len(labels) <= 10 and all(re.fullmatch(r"[a-zA-Z0-9+\-_:/@]{1,127}", label) for label in labels)
+
+
+# The public repository's URL does not exist yet: until it does, the template holds this
+# placeholder, the one value to set before `sam publish`.
+PLACEHOLDER_SOURCE_URL = "https://github.com/nubster-opensources/hexeract-scheduler-aws"
+
+
+def test_the_placeholder_source_code_url_is_flagged_as_the_value_to_set_before_publishing(template):
+    app = template["Metadata"]["AWS::ServerlessRepo::Application"]
+    if app["SourceCodeUrl"] != PLACEHOLDER_SOURCE_URL:
+        return  # set: nothing left to flag
+    assert app["HomePageUrl"] == PLACEHOLDER_SOURCE_URL  # set both together
+    lines = (ROOT / "template.yaml").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("SourceCodeUrl:"))
+    comment = " ".join(line.strip() for line in lines[max(at - 5, 0) : at] if line.strip().startswith("#"))
+    assert "SET BEFORE PUBLISHING" in comment and "SourceCodeUrl" in comment, comment
+    deploy = " ".join((ROOT / "docs" / "deploy.md").read_text().split())
+    assert "is the one value to set before `sam publish`" in deploy

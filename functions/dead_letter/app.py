@@ -15,11 +15,12 @@ from hexeract_scheduler.settings import Settings
 # Cold start, once. Bad input raises a typed error (InvalidRequest, ScheduleNotFound, NotReplayable):
 # Lambda reports it as a FunctionError and nothing is changed.
 settings = Settings.from_env(os.environ)
-logger, _metrics = observability.setup(settings)
+logger, _metrics, tracer = observability.setup(settings, trace_aws_calls=True)
 clock = SystemClock()
 store = DynamoScheduleStore(settings.table_name, dynamodb=ClientFactory().dynamodb(), shards=settings.shard_count)
 
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)  # a listing can be large: the trace keeps no copy
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle_dead_letter(store, clock, event)

@@ -18,7 +18,7 @@ from hexeract_scheduler.worker import SchedulerWorker
 
 # Cold start, once: configuration, clients and the worker are reused by every warm invocation.
 settings = Settings.from_env(os.environ)
-logger, metrics = observability.setup(settings)
+logger, metrics, tracer = observability.setup(settings)
 clock = SystemClock()
 clients = ClientFactory()
 pool = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="hexeract")  # claims, sends, acks
@@ -33,6 +33,7 @@ worker = SchedulerWorker(store, Dispatcher.for_clients(clients), settings.worker
 
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)
+@tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, int]:
     window = dispatcher_window(settings, clock, context.get_remaining_time_in_millis())
     observability.record_invocation_delay(metrics, invocation_delay_ms(event, clock.now()))

@@ -14,13 +14,26 @@ from hexeract_scheduler.cli import parse_when
 from hexeract_scheduler.clock import UTC, SystemClock
 from hexeract_scheduler.dynamo import DynamoScheduleStore
 from hexeract_scheduler.errors import InvalidInput
-from hexeract_scheduler.model import ScheduledMessage
+from hexeract_scheduler.model import LeasedOccurrence, ScheduledMessage
+from hexeract_scheduler.occurrence import OccurrenceId
 
-from ..conftest import Queue, unique
+from ..conftest import T0, Queue, dead_port, unique
 from ..limits import memory_headroom
 from .conftest import Hexeract
 
-JSON_KEYS = ["schedule_id", "status", "scheduled_for", "attempts", "max_attempts", "trigger", "last_error"]
+JSON_KEYS = [
+    "schedule_id",
+    "status",
+    "scheduled_for",
+    "attempts",
+    "max_attempts",
+    "trigger",
+    "target",
+    "event_type",
+    "last_error",
+    "leased_until",
+    "dead_lettered_at",
+]
 UNKNOWN = "01900000-0000-7000-8000-000000000000"
 # A command-line argument that is not UTF-8 reaches Python as surrogate escapes (PEP 383).
 NOT_UTF8_ARG = b'{"a": "\xff"}'.decode("utf-8", "surrogateescape")
@@ -94,6 +107,7 @@ def test_add_list_inspect_json_and_text(hexeract, queue):
     for item in items:
         assert list(item) == JSON_KEYS
         assert item["status"] == "pending" and item["attempts"] == 0 and item["last_error"] is None
+        assert item["target"] == queue.target and item["leased_until"] is None and item["dead_lettered_at"] is None
         assert item["scheduled_for"].endswith("Z")
     by_id = {i["schedule_id"]: i for i in items}
     assert by_id[later]["trigger"] == "delay"
@@ -125,6 +139,41 @@ def test_add_list_inspect_json_and_text(hexeract, queue):
 
     one = inspect_json(hexeract, later)
     assert list(one) == JSON_KEYS and one["schedule_id"] == later
+    assert (one["target"], one["event_type"]) == (queue.target, "reminder")
+
+
+def text_keys(details: str) -> dict[str, str]:
+    """``inspect``'s ``key: value`` lines, keyed as the JSON names the same fields (``attempts:
+    n/max`` is two of them)."""
+    out: dict[str, str] = {}
+    for line in details.splitlines():
+        label, value = line.split(":", 1)
+        key = label.strip().replace(" ", "_").replace("-", "_")
+        if key == "attempts":
+            out["attempts"], out["max_attempts"] = value.strip().split("/")
+        else:
+            out[key] = value.strip()
+    return out
+
+
+def test_inspect_json_carries_every_field_the_text_shows(hexeract, store, queue):
+    """Pending, leased (claimed, not acked) and dead-lettered: the JSON object has every field the
+    text shows, and the only fields the text leaves out are those the schedule has no value for."""
+    pending = add(hexeract, "--at", "+1h", "--target", queue.target, "--event-type", "reminder")
+    leased = add(hexeract, "--at", "now", "--target", queue.target)
+    now = SystemClock().now()
+    claimed = store.claim(uuid.UUID(leased), now + timedelta(seconds=1), timedelta(minutes=5))
+    assert isinstance(claimed, LeasedOccurrence), claimed
+    dead = dead_letter(hexeract, store, queue)
+    for sid in (pending, leased, dead):
+        text = text_keys(ok(hexeract("scheduler", "inspect", sid)))
+        data = inspect_json(hexeract, sid)
+        assert set(text) <= set(data), set(text) - set(data)
+        assert {k for k in set(data) - set(text) if data[k] is not None} == set(), sid
+        assert text["target"] == data["target"] and text["event_type"] == data["event_type"]
+    assert "leased_until" in text_keys(ok(hexeract("scheduler", "inspect", leased)))
+    assert "dead_lettered_at" in text_keys(ok(hexeract("scheduler", "inspect", dead)))
+    assert inspect_json(hexeract, pending)["event_type"] == "reminder"
 
 
 def test_listing_limits_and_empty_listings(hexeract):
@@ -301,7 +350,7 @@ def test_dead_letter_list_and_replay(hexeract, store, queue):
     items = json.loads(ok(hexeract("scheduler", "dead-letter", "list", "--format", "json")))
     assert [i["schedule_id"] for i in items] == [sid]
     (item,) = items
-    assert list(item) == [*JSON_KEYS, "dead_lettered_at"]
+    assert list(item) == JSON_KEYS
     assert item["status"] == "dead-lettered"
     assert item["attempts"] == 1 and item["max_attempts"] == 1
     assert "does not exist" in item["last_error"]
@@ -344,6 +393,41 @@ def test_worker_once_and_for(hexeract, queue):
     fails(hexeract("scheduler", "worker", "--for", "0"), code=2)
     err = fails(hexeract("scheduler", "worker", "--once", "--shards", "9"))
     assert "shards [9] do not exist" in err
+
+
+def test_worker_verbose_log_lines_carry_the_schedule_and_occurrence_ids(hexeract, queue):
+    """`worker -v`: every claim, send, failure, dead letter and reschedule is one stderr line naming
+    the schedule and the occurrence (the id consumers dedupe on) it is about."""
+    missing = "sqs:" + queue.url.rsplit("/", 1)[0] + "/" + unique("missing")
+    sids = {
+        "sent": add(hexeract, "--at", "now", "--target", queue.target),
+        "cron": add(hexeract, "--cron", "* * * * * *", "--target", queue.target),
+        "retried": add(hexeract, "--at", "now", "--target", missing, "--max-attempts", "2"),
+        "dead": add(hexeract, "--at", "now", "--target", missing, "--max-attempts", "1"),
+    }
+    due = {name: parse_when(inspect_json(hexeract, sid)["scheduled_for"], T0) for name, sid in sids.items()}
+    occurrences = {name: OccurrenceId.derive(uuid.UUID(sids[name]), at) for name, at in due.items()}
+    time.sleep(max((max(due.values()) - SystemClock().now()).total_seconds(), 0) + 0.05)  # the cron's second
+
+    result = hexeract("scheduler", "worker", "--once", "-v")
+    assert json.loads(ok(result))["claimed"] == 4
+    expected = {
+        "sent": ["claimed: attempt 1 of 5", "sent"],
+        "cron": ["claimed: attempt 1 of 5", "sent", "rescheduled: next occurrence at "],
+        "retried": ["claimed: attempt 1 of 2", "attempt 1 failed, retry in "],
+        "dead": ["claimed: attempt 1 of 1", "dead-lettered after 1 attempts: "],
+    }
+    lines = result.stderr.splitlines()
+    for name, events in expected.items():
+        ids = f"schedule_id={sids[name]} occurrence_id={occurrences[name]} attempt=1"
+        about = [line for line in lines if f"schedule_id={sids[name]} " in line]
+        assert all(line.endswith(ids) for line in about), about
+        for event in events:
+            assert any(f" {event}" in line for line in about), (name, event, about)
+    assert "DEBUG claimed" in result.stderr and "WARNING dead-lettered" in result.stderr
+
+    quiet = hexeract("scheduler", "worker", "--once")  # without -v: no per-occurrence lines
+    assert "claimed" not in quiet.stderr
 
 
 @pytest.mark.parametrize(
@@ -392,29 +476,49 @@ def test_replay_rejects_format(hexeract):
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "what"),
     [
-        ["list"],
-        ["inspect", UNKNOWN],
-        ["pause", UNKNOWN],
-        ["add", "--at", "now", "--target", "sqs:arn:aws:sqs:us-east-1:123456789012:q"],
-        ["dead-letter", "list"],
-        ["worker", "--once"],
-        ["table", "create"],
+        (["list"], "listing schedules in table hexeract-schedules"),
+        (["inspect", UNKNOWN], f"inspecting schedule {UNKNOWN} in table hexeract-schedules"),
+        (["pause", UNKNOWN], f"pausing schedule {UNKNOWN} in table hexeract-schedules"),
+        (["add", "--at", "now", "--target", "sqs:arn:aws:sqs:us-east-1:123456789012:q"], "adding schedule "),
+        (["dead-letter", "list"], "listing dead-lettered schedules in table hexeract-schedules"),
+        (["dead-letter", "replay", UNKNOWN], f"replaying schedule {UNKNOWN} in table hexeract-schedules"),
+        (["worker", "--once"], "opening table hexeract-schedules"),
+        (["table", "create"], "creating table hexeract-schedules"),
     ],
 )
-def test_unreachable_endpoint_fails_fast(hexeract, command):
+def test_unreachable_endpoint_fails_fast_naming_the_command_and_the_endpoint(hexeract, command, what):
+    """Nothing listens at the port: one line that names what was asked and where, exit 1."""
+    url = f"http://127.0.0.1:{dead_port()}"
     started = time.monotonic()
-    err = fails(hexeract("scheduler", *command, conn="http://127.0.0.1:1"))
-    assert "cannot reach" in err
+    err = fails(hexeract("scheduler", *command, conn=url, table=None))
+    assert err.startswith(f"error: {what}"), err
+    assert f"cannot reach the endpoint {url}" in err and "shard count" not in err
     assert time.monotonic() - started < 10
 
 
 @pytest.mark.parametrize("command", [["list"], ["inspect", UNKNOWN], ["dead-letter", "replay", UNKNOWN], ["worker"]])
-def test_missing_table(hexeract, command):
+def test_missing_table_on_a_local_endpoint_advises_table_create(hexeract, backend, command):
     name = unique("absent")
     err = fails(hexeract("scheduler", *command, table=name))
-    assert err.strip() == f"error: table {name} does not exist: run `hexeract scheduler table create`"
+    assert err.strip() == (
+        f"error: table {name} does not exist at {backend.aws_url}: create it with `hexeract scheduler table create`, "
+        "or name another with --table NAME"
+    )
+
+
+@pytest.mark.parametrize("args", [["list"], ["worker", "--once"], ["table", "create"]])
+def test_ctrl_c_exits_130_with_one_line_and_no_traceback(monkeypatch, args):
+    """In-process: KeyboardInterrupt wherever a command is (here: while it opens the table)."""
+    from click.testing import CliRunner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_open_table", interrupted)
+    result = CliRunner().invoke(cli.main, ["scheduler", *args, "--conn", "http://127.0.0.1:1"])
+    assert (result.exit_code, result.stdout, result.stderr) == (130, "", "interrupted\n")
 
 
 @pytest.mark.parametrize(
@@ -461,6 +565,7 @@ def test_every_command_has_help_and_the_shared_options():
         result = CliRunner().invoke(main, ["scheduler", *leaf, "--help"])
         assert result.exit_code == 0, leaf
         assert "--conn" in result.stdout and "--table" in result.stdout and "HEXERACT_CONN" in result.stdout, leaf
+        assert "--stack" in result.stdout and "HEXERACT_STACK" in result.stdout, leaf
         has_format = leaf in (["list"], ["inspect"], ["dead-letter", "list"])
         assert ("--format" in result.stdout) == has_format, leaf
         assert ("--limit" in result.stdout) == (leaf in (["list"], ["dead-letter", "list"])), leaf

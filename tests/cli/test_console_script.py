@@ -86,23 +86,75 @@ def test_module_entry_point(env):
     assert result.stdout.startswith("created table ")
 
 
-def test_worker_stops_cleanly_on_ctrl_c(env, queue: Queue):
+def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
+    """``hexeract scheduler worker`` in its loop (its Ctrl-C handler installed)."""
     proc = subprocess.Popen(
         [*command(), "scheduler", "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+    assert proc.stderr is not None
+    started = proc.stderr.readline()
+    assert started.startswith("worker polling "), started
+    return proc
+
+
+def test_worker_stops_cleanly_on_ctrl_c_then_exits_130(env, queue: Queue):
+    """The first Ctrl-C finishes the cycle (within the stop grace), prints the summary, and exits
+    130 like any command Ctrl-C ended; the one line on stderr is the notice it gave."""
+    proc = start_worker(env)
     try:
-        assert proc.stderr is not None
-        started = proc.stderr.readline()  # the worker is in its loop, the handler installed
-        assert started.startswith("worker polling "), started
         time.sleep(0.3)
+        started = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
+        elapsed = time.monotonic() - started
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, err
-    assert "Traceback" not in err and "stopping after this cycle" in err
+    assert proc.returncode == 130, err
+    assert err == "stopping after this cycle (Ctrl-C again to abort)\n", err
+    assert elapsed < cli_worker.STOP_GRACE_SECONDS + 5
     assert set(json.loads(out)) >= {"claimed", "dispatched", "retried", "dead_lettered", "swept"}
+
+
+def test_a_second_ctrl_c_aborts_the_worker_with_130_and_no_traceback(env, queue: Queue):
+    proc = start_worker(env)
+    try:
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("stopping after this cycle")  # the handler ran
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and len(err.splitlines()) <= 1, err  # "interrupted", unless it had stopped
+
+
+def test_ctrl_c_during_a_hung_request_exits_130_with_one_line(backend, store):
+    """`list` waits on a DynamoDB that never answers: Ctrl-C ends it at once, exit 130, one line."""
+    with fault_proxy(backend.dynamodb_url) as proxy:
+        proxy.mode = "hang"
+        env = {**os.environ, **backend.env, "AWS_ENDPOINT_URL_DYNAMODB": proxy.url, "HEXERACT_CONN": "aws"}
+        proc = subprocess.Popen(
+            [*command(), "scheduler", "list", "--table", store.table_name],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while proxy.faults == 0 and time.monotonic() < deadline:  # the request is in the proxy
+                time.sleep(0.05)
+            assert proxy.faults > 0
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert (proc.returncode, out, err) == (130, "", "interrupted\n")
 
 
 def test_a_worker_exits_within_a_few_seconds_of_for_while_dynamodb_hangs(backend, store, queue: Queue):
@@ -128,3 +180,53 @@ def test_a_worker_exits_within_a_few_seconds_of_for_while_dynamodb_hangs(backend
     assert proc.returncode == 0, err
     assert elapsed < 2 + cli_worker.STOP_GRACE_SECONDS + 2.0, f"exited {elapsed:.1f}s after starting to poll"
     assert set(json.loads(out.strip().splitlines()[-1])) >= {"claimed", "dispatched"}
+
+
+# -- shell completion (docs/cli.md#shell-completion) ---------------------------------------------
+
+
+def complete(*words: str, env: dict[str, str] | None = None) -> list[str]:
+    """What bash completion offers after ``hexeract WORDS`` (the last word being typed)."""
+    completion_env = {
+        **(env or os.environ),
+        "_HEXERACT_COMPLETE": "bash_complete",
+        "COMP_WORDS": " ".join(["hexeract", *words]),
+        "COMP_CWORD": str(len(words)),
+    }
+    result = subprocess.run(command(), env=completion_env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("shell", "marks"),
+    [
+        ("bash", ["_hexeract_completion()", "complete -o nosort -F _hexeract_completion hexeract"]),
+        ("zsh", ["#compdef hexeract", "compdef _hexeract_completion hexeract"]),
+        ("fish", ["complete --no-files --command hexeract"]),
+    ],
+)
+def test_completion_scripts_for_bash_zsh_and_fish(shell, marks):
+    env = {**os.environ, "_HEXERACT_COMPLETE": f"{shell}_source"}
+    result = subprocess.run(command(), env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    for mark in marks:
+        assert mark in result.stdout, (shell, mark)
+
+
+def test_completion_completes_commands_options_and_choices():
+    assert complete("sch") == ["plain,scheduler"]
+    assert complete("scheduler", "dead") == ["plain,dead-letter"]
+    assert "plain,--stack" in complete("scheduler", "list", "--")
+    assert complete("scheduler", "list", "--format", "") == ["plain,text", "plain,json"]
+
+
+@pytest.mark.skipif(not SCRIPT.exists(), reason="the hexeract console script is not installed")
+def test_the_documented_bash_line_installs_the_completion():
+    env = {**os.environ, "PATH": f"{SCRIPT.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    documented = 'eval "$(_HEXERACT_COMPLETE=bash_source hexeract)"'
+    assert documented in (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    line = f"{documented} && complete -p hexeract"
+    result = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "complete -o nosort -F _hexeract_completion hexeract"

@@ -25,10 +25,12 @@ import yaml
 from botocore.client import BaseClient
 
 from hexeract_scheduler.aws import ClientFactory
+from hexeract_scheduler.stack import TABLE_OUTPUT
 
 from ..conftest import Backend, Queue, unique
 from ..test_template import CLI_WRITE_ACTIONS, DYNAMODB_WRITE_ACTIONS, ROOT, CfnLoader, _as_list, policy_statements
 from .conftest import Hexeract
+from .test_where import make_stack
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 DEAD_LETTER_FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:stack-DeadLetterFunction-0123"
@@ -37,6 +39,10 @@ META_ID = "#meta"
 
 def table_arn(table: str) -> str:
     return f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}"
+
+
+def stack_arn(stack: str) -> str:
+    return f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{stack}/0123abcd-0000-0000-0000-000000000000"
 
 
 # -- what the CLI calls ------------------------------------------------------------------------
@@ -54,6 +60,8 @@ class Call:
 
 def _call(service: str, operation: str, params: dict[str, Any]) -> Call:
     action = f"{service}:{operation}"
+    if service == "cloudformation" and "StackName" in params:
+        return Call(action, (stack_arn(params["StackName"]),))
     if service != "dynamodb":
         return Call(action, ("(not a DynamoDB request)",))
     if operation == "BatchGetItem":
@@ -98,9 +106,11 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
 # -- what the policies allow -------------------------------------------------------------------
 
 
-def _resolve(value: Any, table: str) -> str:
-    """A policy statement's Resource as the deployed stack resolves it, for this test's table."""
+def _resolve(value: Any, table: str, stack: str) -> str:
+    """A policy statement's Resource as the deployed stack resolves it, for this test's table and stack."""
     attributes = {"SchedulesTable.Arn": table_arn(table), "DeadLetterFunction.Arn": DEAD_LETTER_FUNCTION_ARN}
+    if value == {"Ref": "AWS::StackId"}:
+        return stack_arn(stack)
     if isinstance(value, dict) and set(value) == {"Fn::GetAtt"}:
         return attributes[".".join(value["Fn::GetAtt"])]
     if isinstance(value, dict) and set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str):
@@ -127,20 +137,21 @@ class Policy:
         )
 
 
-def load_policy(name: str, table: str) -> Policy:
+def load_policy(name: str, table: str, stack: str = "the-stack") -> Policy:
     template = yaml.load((ROOT / "template.yaml").read_text(), Loader=CfnLoader)  # a SafeLoader
     statements = []
     for stmt in policy_statements(template, name):
         assert stmt["Effect"] == "Allow" and "Condition" not in stmt and "NotAction" not in stmt, stmt
-        statements.append((_as_list(stmt["Action"]), [_resolve(r, table) for r in _as_list(stmt["Resource"])]))
+        statements.append((_as_list(stmt["Action"]), [_resolve(r, table, stack) for r in _as_list(stmt["Resource"])]))
     return Policy(name, statements)
 
 
 # -- a table as the stack creates it, and a dead letter ----------------------------------------
 
 
-def stack_table(clients: ClientFactory) -> str:
-    """A table with the template's own definition (keys, indexes, billing), and nothing in it."""
+def stack_table(clients: ClientFactory) -> tuple[str, str]:
+    """A table with the template's own definition (keys, indexes, billing), and nothing in it; and a
+    stack (on moto) whose output names it, as a deploy leaves them."""
     template = yaml.load((ROOT / "template.yaml").read_text(), Loader=CfnLoader)
     props = template["Resources"]["SchedulesTable"]["Properties"]
     name = unique("stack-schedules")
@@ -150,11 +161,16 @@ def stack_table(clients: ClientFactory) -> str:
         **{k: props[k] for k in ("AttributeDefinitions", "KeySchema", "GlobalSecondaryIndexes", "BillingMode")},
     )
     dynamodb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
-    return name
+    return name, make_stack(clients, {TABLE_OUTPUT: name})
 
 
-def ok(hexeract: Hexeract, table: str, *args: str) -> str:
-    result = hexeract("scheduler", *args, table=table)
+def ok(hexeract: Hexeract, table: str, *args: str, stack: str | None = None) -> str:
+    """``hexeract scheduler ARGS --table TABLE``, or ``--stack STACK`` when given."""
+    result = (
+        hexeract("scheduler", *args, "--stack", stack, table=None)
+        if stack
+        else hexeract("scheduler", *args, table=table)
+    )
     assert result.exit_code == 0, f"hexeract scheduler {' '.join(args)}: {result.output}"
     return result.output
 
@@ -171,11 +187,14 @@ def dead_letter_one(hexeract: Hexeract, table: str, backend: Backend) -> str:
 # -- read-only ---------------------------------------------------------------------------------
 
 
-def read_commands(hexeract: Hexeract, table: str, backend: Backend, queue: Queue, recorder: Recorder) -> list[Call]:
+def read_commands(
+    hexeract: Hexeract, table: str, stack: str, backend: Backend, queue: Queue, recorder: Recorder
+) -> list[Call]:
     """``list``, ``inspect`` and ``dead-letter list`` on the table a deploy leaves (empty, no
-    ``#meta``), then on one with schedules and a dead letter in it; only the reads are recorded."""
+    ``#meta``), then on one with schedules and a dead letter in it, named with ``--table`` or
+    ``--stack``; only the reads are recorded."""
     with recorder.recording():
-        ok(hexeract, table, "list")
+        ok(hexeract, table, "list", stack=stack)
         assert json.loads(ok(hexeract, table, "list", "--format", "json")) == []
         assert json.loads(ok(hexeract, table, "dead-letter", "list", "--format", "json")) == []
         missing = hexeract("scheduler", "inspect", str(uuid.uuid4()), table=table)
@@ -186,7 +205,7 @@ def read_commands(hexeract: Hexeract, table: str, backend: Backend, queue: Queue
 
     with recorder.recording():
         assert pending in ok(hexeract, table, "list", "--format", "json")
-        assert pending in ok(hexeract, table, "inspect", pending)
+        assert pending in ok(hexeract, table, "inspect", pending, stack=stack)
         assert dead in ok(hexeract, table, "inspect", dead, "--format", "json")
         assert dead in ok(hexeract, table, "dead-letter", "list", "--format", "json")
         assert dead in ok(hexeract, table, "dead-letter", "list")
@@ -201,14 +220,15 @@ def _meta_write(call: Call) -> bool:
 def test_the_read_only_policy_allows_every_read_list_inspect_and_dead_letter_list_make(
     hexeract, backend: Backend, clients: ClientFactory, queue: Queue, recorder: Recorder
 ):
-    table = stack_table(clients)
-    calls = read_commands(hexeract, table, backend, queue, recorder)
-    policy = load_policy("ReadOnlyPolicy", table)
+    table, stack = stack_table(clients)
+    calls = read_commands(hexeract, table, stack, backend, queue, recorder)
+    policy = load_policy("ReadOnlyPolicy", table, stack)
     # Every request apart from the #meta writes (the next test, an expected failure until reads
     # stop writing) is allowed: nothing else a read command needs is missing from the policy.
     refused = [str(c) for c in calls if not policy.allows(c) and not _meta_write(c)]
     assert refused == [], "\n".join(refused)
     assert {"dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem"} <= {c.action for c in calls}
+    assert "cloudformation:DescribeStacks" in {c.action for c in calls}  # --stack was recorded too
 
 
 def test_list_inspect_and_dead_letter_list_never_write(
@@ -216,11 +236,11 @@ def test_list_inspect_and_dead_letter_list_never_write(
 ):
     """The issue's case: an operator allowed only to read must be able to list, even on the table
     a deploy leaves (no ``#meta`` item yet)."""
-    table = stack_table(clients)
-    calls = read_commands(hexeract, table, backend, queue, recorder)
+    table, stack = stack_table(clients)
+    calls = read_commands(hexeract, table, stack, backend, queue, recorder)
     writes = [str(c) for c in calls if c.action in DYNAMODB_WRITE_ACTIONS]
     assert writes == [], "read commands wrote:\n" + "\n".join(writes)
-    policy = load_policy("ReadOnlyPolicy", table)
+    policy = load_policy("ReadOnlyPolicy", table, stack)
     assert [str(c) for c in calls if not policy.allows(c)] == []
 
 
@@ -230,20 +250,20 @@ def test_list_inspect_and_dead_letter_list_never_write(
 def test_the_operator_policy_allows_every_write_command_and_grants_no_write_they_do_not_use(
     hexeract, backend: Backend, clients: ClientFactory, queue: Queue, recorder: Recorder
 ):
-    table = stack_table(clients)
+    table, stack = stack_table(clients)
     with recorder.recording():
         # the first command on the table a deploy leaves
         cron = ok(hexeract, table, "add", "--cron", "*/5 * * * *", "--target", queue.target).strip()
-        assert f"paused {cron}" in ok(hexeract, table, "pause", cron)
+        assert f"paused {cron}" in ok(hexeract, table, "pause", cron, stack=stack)
         assert f"resumed {cron}" in ok(hexeract, table, "resume", cron)
         assert f"cancelled {cron}" in ok(hexeract, table, "cancel", cron)
         later = ok(hexeract, table, "add", "--at", "+1h", "--target", queue.target, "--payload", '{"n": 1}').strip()
         assert f"cancelled {later}" in ok(hexeract, table, "cancel", later)
     dead = dead_letter_one(hexeract, table, backend)  # the dispatcher's doing, not the operator's
     with recorder.recording():
-        assert f"replayed {dead}" in ok(hexeract, table, "dead-letter", "replay", dead)
+        assert f"replayed {dead}" in ok(hexeract, table, "dead-letter", "replay", dead, stack=stack)
 
-    policy = load_policy("OperatorPolicy", table)
+    policy = load_policy("OperatorPolicy", table, stack)
     refused = [str(c) for c in recorder.calls if not policy.allows(c)]
     assert refused == [], "\n".join(refused)
     # exactly: every write the policy grants is one these commands make
@@ -271,3 +291,8 @@ def test_the_resolved_policies_refuse_what_they_do_not_grant():
     assert operator.allows(Call("lambda:InvokeFunction", (DEAD_LETTER_FUNCTION_ARN,)))
     assert not read_only.allows(Call("lambda:InvokeFunction", (DEAD_LETTER_FUNCTION_ARN,)))
     assert not operator.allows(Call("lambda:InvokeFunction", (DEAD_LETTER_FUNCTION_ARN + "-other",)))
+    describe = "cloudformation:DescribeStacks"
+    assert read_only.allows(Call(describe, (stack_arn("the-stack"),))) and operator.allows(
+        Call(describe, (stack_arn("the-stack"),))
+    )
+    assert not read_only.allows(Call(describe, (stack_arn("another-stack"),)))

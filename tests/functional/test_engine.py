@@ -167,12 +167,13 @@ def test_dead_letter_listing_is_newest_first_with_a_limit(store, clients, clock,
     listed = store.list_dead_letter(limit=2)
     assert [s.schedule_id for s in listed] == [ids[2], ids[1]]
     assert [s.schedule_id for s in store.list_dead_letter()] == ids[::-1]
-    row = listed[0].to_json(dead_letter=True)
+    row = listed[0].to_json()
     assert row["status"] == "dead-lettered" and row["trigger"] == "delay"
     assert set(row) == {
-        "schedule_id", "status", "scheduled_for", "attempts", "max_attempts", "trigger", "last_error",
-        "dead_lettered_at",
+        "schedule_id", "status", "scheduled_for", "attempts", "max_attempts", "trigger", "target", "event_type",
+        "last_error", "leased_until", "dead_lettered_at",
     }  # fmt: skip
+    assert row["dead_lettered_at"].endswith("Z")
 
 
 def test_replay_delivers_the_same_occurrence_on_the_next_cycle(store, clients, clock, endpoint):

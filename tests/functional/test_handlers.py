@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import os
+import subprocess
 import sys
 import time
 import uuid
@@ -313,7 +315,10 @@ def test_dead_letter_lists_and_replays(load, store, dead_letter):
         "attempts",
         "max_attempts",
         "trigger",
+        "target",
+        "event_type",
         "last_error",
+        "leased_until",
         "dead_lettered_at",
     }
     json.dumps(listed)  # what Lambda returns must serialise
@@ -427,3 +432,48 @@ def test_the_dead_letter_policy_allows_every_call_the_function_makes(load, store
     app.lambda_handler(event("dead_letter_replay.json", schedule_id=str(dead.schedule_id)), FakeContext(30_000))
     assert {"dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"} <= calls
     assert calls <= policy_actions("DeadLetterPolicy"), calls - policy_actions("DeadLetterPolicy")
+
+
+# -- X-Ray through the Powertools Tracer ---------------------------------------------------------
+
+TRACING_PROBE = """
+import botocore.client, json, sys
+app = __import__(f"functions.{sys.argv[1]}.app", fromlist=["app"])
+patched = type(botocore.client.BaseClient.__dict__["_make_api_call"]).__name__ == "FunctionWrapper"
+print(json.dumps({"disabled": bool(app.tracer.disabled), "botocore_patched": patched}))
+"""
+
+
+def tracing(function: str, **env: str) -> dict[str, bool]:
+    """How the handler module, cold-started in a fresh interpreter with ``env``, traces."""
+    base = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), "TABLE_NAME": "trace-probe"}
+    base |= {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    result = subprocess.run(
+        [sys.executable, "-c", TRACING_PROBE, function], env={**base, **env}, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("function", ["dispatcher", "dead_letter"])
+def test_the_tracer_is_inert_off_lambda(function):
+    """In tests and on a laptop (no LAMBDA_TASK_ROOT), and wherever POWERTOOLS_TRACE_DISABLED is
+    true, the Tracer records nothing and patches nothing."""
+    assert tracing(function) == {"disabled": True, "botocore_patched": False}
+    disabled = tracing(function, LAMBDA_TASK_ROOT="/var/task", POWERTOOLS_TRACE_DISABLED="true")
+    assert disabled == {"disabled": True, "botocore_patched": False}
+
+
+def test_in_lambda_the_dead_letter_function_traces_each_aws_call_and_the_dispatcher_only_its_runs():
+    in_lambda = {"LAMBDA_TASK_ROOT": "/var/task"}
+    assert tracing("dead_letter", **in_lambda) == {"disabled": False, "botocore_patched": True}
+    # the dispatcher's calls run on a thread pool, where X-Ray has no segment: not patched
+    assert tracing("dispatcher", **in_lambda) == {"disabled": False, "botocore_patched": False}
+
+
+def test_the_handlers_are_traced_and_stay_short():
+    for function in ("dispatcher", "dead_letter"):
+        source = (ROOT / "functions" / function / "app.py").read_text()
+        assert "@tracer.capture_lambda_handler" in source, function
+        handler = source[source.index("@logger.inject_lambda_context") :]
+        assert len(handler.splitlines()) <= 30, function

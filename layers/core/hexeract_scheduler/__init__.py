@@ -10,6 +10,7 @@ from .contract import ClaimBatch, Listing, ScheduleAdmin, ScheduleStore
 from .cron import CronSchedule
 from .errors import (
     ConfigError,
+    CredentialsMissing,
     EndpointUnreachable,
     HexeractError,
     InvalidCron,
@@ -46,6 +47,7 @@ __all__ = [
     "ClaimBatch",
     "Clock",
     "ConfigError",
+    "CredentialsMissing",
     "CronSchedule",
     "CycleSummary",
     "Dispatcher",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,15 +16,20 @@ from botocore.exceptions import (
     BotoCoreError,
     ClientError,
     ConnectTimeoutError,
-    EndpointConnectionError,
+    CredentialRetrievalError,
     HTTPClientError,
     IncompleteReadError,
     NoCredentialsError,
     NoRegionError,
+    PartialCredentialsError,
+    ProfileNotFound,
     ReadTimeoutError,
+    SSOError,
+    TokenRetrievalError,
 )
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from .errors import ConfigError, EndpointUnreachable, RetryableError, StoreError, TableMissing
+from .errors import ConfigError, CredentialsMissing, EndpointUnreachable, RetryableError, StoreError, TableMissing
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -56,29 +62,56 @@ def error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+# botocore's errors that mean no request could be signed: nothing left the machine.
+_CREDENTIAL_ERRORS = (
+    NoCredentialsError,
+    PartialCredentialsError,
+    ProfileNotFound,
+    CredentialRetrievalError,
+    TokenRetrievalError,
+    SSOError,
+)
+CREDENTIALS_HINT = (
+    "set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or run `aws configure` / `aws sso login`)"
+)
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
+
+
 def translate(exc: Exception, what: str) -> Exception:
-    """Map a botocore exception to this package's hierarchy (the boundary)."""
+    """Map a botocore exception to this package's hierarchy (the boundary). ``what`` names the
+    operation the caller asked for ("listing schedules"), and starts the message."""
     if isinstance(exc, ClientError):
         code = error_code(exc)
         message = exc.response.get("Error", {}).get("Message", "") or code
         if code == "ResourceNotFoundException":
-            return TableMissing(f"{what}: table not found ({message}); run `hexeract scheduler table create`")
+            return TableMissing(f"{what}: the table does not exist ({message})")
         if code in RETRYABLE_CODES or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
             return RetryableError(f"{what}: {code}: {message}")
         return StoreError(f"{what}: {code}: {message}")
-    if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
-        return EndpointUnreachable(f"{what}: cannot reach the AWS endpoint ({exc})")
+    if isinstance(exc, BotoConnectionError):  # refused, timed out, no such host, proxy, TLS
+        url = str(exc.kwargs.get("endpoint_url") or exc.kwargs.get("proxy_url") or "")
+        return EndpointUnreachable(f"{what}: cannot reach the endpoint {url} ({_connection_detail(exc)})", url or None)
     if isinstance(exc, ReadTimeoutError):
         return RetryableError(f"{what}: timed out ({exc})")
     if isinstance(exc, (HTTPClientError, IncompleteReadError)):
         # A connection reset or closed mid-response, a truncated body: the request may or may not
         # have been applied, and the same request may succeed on a fresh connection.
         return RetryableError(f"{what}: the connection failed ({exc})")
-    if isinstance(exc, (NoCredentialsError, NoRegionError)):
-        return ConfigError(f"{what}: {exc}")
+    if isinstance(exc, _CREDENTIAL_ERRORS):
+        return CredentialsMissing(f"{what}: no usable AWS credentials ({exc}): {CREDENTIALS_HINT}")
+    if isinstance(exc, NoRegionError):
+        return ConfigError(f"{what}: no AWS region: set AWS_DEFAULT_REGION")
     if isinstance(exc, BotoCoreError):
         return StoreError(f"{what}: {exc}")
     return exc
+
+
+def _connection_detail(exc: BotoCoreError) -> str:
+    """Why a connection failed, in a few words ("Connection refused"), not urllib3's repr."""
+    if isinstance(exc, ConnectTimeoutError):
+        return "connection timed out"
+    found = _ERRNO.search(str(exc.kwargs.get("error", "")))
+    return found.group(1).strip() if found else "no connection"
 
 
 @contextmanager
@@ -94,8 +127,8 @@ def aws_errors(what: str) -> Iterator[None]:
 class Connection:
     """Where the AWS clients point: a local endpoint URL, or real AWS (optionally a region).
 
-    Parsed from the CLI's ``--conn``: ``http://127.0.0.1:5000`` (one endpoint for DynamoDB, SQS and
-    SNS) or ``aws`` / ``aws://REGION``. With neither, boto3's own resolution applies, including the
+    Parsed from the CLI's ``--conn``: ``http://127.0.0.1:5000`` (one endpoint for DynamoDB, SQS,
+    SNS and CloudFormation) or ``aws`` / ``aws://REGION``. With neither, boto3's own resolution applies, including the
     standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` variables.
     """
 
@@ -144,7 +177,8 @@ class ClientFactory:
         retries: int = 3,
     ) -> None:
         self.connection = connection or Connection()
-        self._session = session or boto3.session.Session()
+        with aws_errors("reading the AWS configuration"):  # an unknown AWS_PROFILE fails here
+            self._session = session or boto3.session.Session()
         self._config = Config(
             max_pool_connections=max_pool_connections,
             connect_timeout=connect_timeout,
@@ -165,17 +199,16 @@ class ClientFactory:
         kwargs: dict[str, Any] = {"config": self._config}
         conn = self.connection
         endpoint_url = conn.endpoint_for(service)
-        if endpoint_url:
-            kwargs["endpoint_url"] = endpoint_url
-            kwargs["region_name"] = region or conn.region or self._session.region_name or LOCAL_REGION
-            creds = self._session.get_credentials()
-            if creds is None:
-                kwargs.update(_LOCAL_CREDENTIALS)
-        else:
-            region = region or conn.region
-            if region:
-                kwargs["region_name"] = region
-        with aws_errors(f"creating the {service} client"):
+        with aws_errors(f"connecting to {service}"):
+            if endpoint_url:
+                kwargs["endpoint_url"] = endpoint_url
+                kwargs["region_name"] = region or conn.region or self._session.region_name or LOCAL_REGION
+                if self._session.get_credentials() is None:
+                    kwargs.update(_LOCAL_CREDENTIALS)
+            else:
+                region = region or conn.region
+                if region:
+                    kwargs["region_name"] = region
             return self._session.client(service, **kwargs)  # type: ignore[call-overload]
 
     def dynamodb(self) -> DynamoDBClient:
@@ -186,3 +219,6 @@ class ClientFactory:
 
     def sns(self, region: str | None = None) -> SNSClient:
         return self.client("sns", region)  # type: ignore[no-any-return]
+
+    def cloudformation(self) -> Any:
+        return self.client("cloudformation")

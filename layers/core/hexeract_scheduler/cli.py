@@ -10,9 +10,9 @@
     hexeract scheduler dead-letter list | replay ID
 
 Every ``scheduler`` subcommand takes ``--conn`` (env ``HEXERACT_CONN``) and ``--table`` (env
-``HEXERACT_TABLE``). Exit status: 0 success, 2 usage error (click's), 1 any other failure, reported
-as one ``error: ...`` line on stderr. Errors are mapped to messages in one place:
-:meth:`HexeractGroup.invoke`.
+``HEXERACT_TABLE``) or ``--stack`` (env ``HEXERACT_STACK``). Exit status: 0 success, 2 usage error
+(click's), 130 Ctrl-C, 1 any other failure, reported as one ``error: ...`` line on stderr. Errors
+are mapped to messages in one place: :meth:`HexeractGroup.invoke`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,19 @@ import click
 
 from . import cli_format
 from .aws import ClientFactory, Connection
-from .cli_common import TABLE_KEY, CliError, F, HexeractGroup, format_option, limit_option, nothing_to, report_skipped
+from .cli_common import (
+    OPENED_KEY,
+    CliError,
+    HexeractGroup,
+    Interrupted,
+    Opened,
+    StoreRef,
+    format_option,
+    limit_option,
+    nothing_to,
+    report_skipped,
+    store_options,
+)
 from .cli_input import MAX_FOR_SECONDS, check_for_seconds, check_shards, parse_when, read_payload
 from .cli_worker import run_until_stopped, worker_logging
 from .clock import Clock, SystemClock, rfc3339
@@ -35,6 +47,7 @@ from .dynamo import DEFAULT_SHARDS, DEFAULT_TABLE, DynamoScheduleStore
 from .model import ScheduledMessage, parse_schedule_id
 from .shards import MAX_SHARDS
 from .sinks import Dispatcher
+from .stack import stack_table_name
 from .worker import SchedulerWorker, SchedulerWorkerConfig
 
 # The CLI fails fast on an endpoint that does not answer: a person is waiting.
@@ -48,29 +61,7 @@ WORKER_RETRIES = 3
 _clock: Clock = SystemClock()
 
 
-# -- shared options -------------------------------------------------------------------------
-
-
-def store_options(fn: F) -> F:
-    """``--conn`` and ``--table``, on every leaf command of ``scheduler``."""
-    fn = click.option(
-        "--table",
-        envvar="HEXERACT_TABLE",
-        default=DEFAULT_TABLE,
-        show_default=True,
-        show_envvar=True,
-        help="Name of the schedules table.",
-    )(fn)
-    fn = click.option(
-        "--conn",
-        envvar="HEXERACT_CONN",
-        default=None,
-        metavar="URL|aws|aws://REGION",
-        show_envvar=True,
-        help="A local endpoint URL for DynamoDB, SQS and SNS (http://127.0.0.1:5000), or real AWS "
-        "(aws, aws://REGION; default credential chain). Default: aws.",
-    )(fn)
-    return fn
+# -- the store ---------------------------------------------------------------------------------
 
 
 def clients_for(
@@ -81,25 +72,26 @@ def clients_for(
     )
 
 
-def open_store(conn: str | None, table: str, clients: ClientFactory | None = None, **config: Any) -> Schedules:
+def open_store(where: StoreRef, clients: ClientFactory | None = None, **config: Any) -> Schedules:
     """The store every command works on, through the store contracts only (``config``: see
     ``_open_table``)."""
-    return _open_table(conn, table, clients, **config)
+    return _open_table(where, clients, **config)
 
 
 def _open_table(
-    conn: str | None,
-    table: str,
+    where: StoreRef,
     clients: ClientFactory | None = None,
     *,
     read_shards: tuple[int, ...] | None = None,
     executor: Executor | None = None,
 ) -> DynamoScheduleStore:
-    """The composition root of the command line: the one place the DynamoDB store is built."""
+    """The composition root of the command line: the one place the DynamoDB store is built, on
+    the table ``--table`` names, or ``--stack``'s (read from its outputs), or the default one."""
+    clients = clients or clients_for(where.conn)
+    table = stack_table_name(clients.cloudformation(), where.stack) if where.stack else where.table or DEFAULT_TABLE
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
-        ctx.meta[TABLE_KEY] = table  # for the error message if the table is missing
-    clients = clients or clients_for(conn)
+        ctx.meta[OPENED_KEY] = Opened(table, where)  # for the error message if the table is missing
     return DynamoScheduleStore(table, dynamodb=clients.dynamodb(), read_shards=read_shards, executor=executor)
 
 
@@ -131,14 +123,19 @@ def table() -> None:
     help="Due-index shards (fixed at creation; an existing table keeps its count).",
 )
 @store_options
-def table_create(shards: int, conn: str | None, table: str) -> None:
-    """Create the table and its indexes (idempotent)."""
-    created, recorded = _open_table(conn, table).create_table(shards)
+def table_create(shards: int, where: StoreRef) -> None:
+    """Create the table and its indexes (idempotent), for a local or new setup: a stack's table is
+    created by its deploy."""
+    if where.stack:
+        raise click.UsageError("table create takes --table, not --stack: a deployed stack creates its own table")
+    store = _open_table(where)
+    created, recorded = store.create_table(shards)
+    name = store.table_name
     if created:
-        click.echo(f"created table {table} with {recorded} shards")
+        click.echo(f"created table {name} with {recorded} shards")
     else:
         note = "" if recorded == shards else f"; it keeps that count, not {shards}"
-        click.echo(f"table {table} exists with {recorded} shards{note}")
+        click.echo(f"table {name} exists with {recorded} shards{note}")
 
 
 @scheduler.command("add")
@@ -158,8 +155,7 @@ def add(
     payload: str,
     event_type: str,
     max_attempts: int,
-    conn: str | None,
-    table: str,
+    where: StoreRef,
 ) -> None:
     """Add a schedule; prints its id."""
     if (at is None) == (cron is None):
@@ -177,7 +173,7 @@ def add(
         msg = ScheduledMessage.cron(
             target, cron, timezone=timezone, payload=body, event_type=event_type, max_attempts=max_attempts
         )
-    store = open_store(conn, table)
+    store = open_store(where)
     snapshot = store.insert(msg, now)
     click.echo(str(snapshot.schedule_id))
 
@@ -186,9 +182,9 @@ def add(
 @limit_option
 @format_option
 @store_options
-def list_(limit: int, fmt: str, conn: str | None, table: str) -> None:
+def list_(limit: int, fmt: str, where: StoreRef) -> None:
     """Pending and paused schedules, soonest first."""
-    snapshots = open_store(conn, table).list_pending(limit)
+    snapshots = open_store(where).list_pending(limit)
     click.echo(cli_format.to_json(snapshots) if fmt == "json" else cli_format.table(snapshots))
     report_skipped(snapshots)
 
@@ -197,10 +193,10 @@ def list_(limit: int, fmt: str, conn: str | None, table: str) -> None:
 @click.argument("schedule_id")
 @format_option
 @store_options
-def inspect(schedule_id: str, fmt: str, conn: str | None, table: str) -> None:
+def inspect(schedule_id: str, fmt: str, where: StoreRef) -> None:
     """One schedule, as stored (never its payload)."""
     sid = parse_schedule_id(schedule_id)
-    snapshot = open_store(conn, table).inspect(sid)
+    snapshot = open_store(where).inspect(sid)
     if snapshot is None:
         raise CliError(f"schedule {sid} not found")
     click.echo(cli_format.to_json([snapshot]) if fmt == "json" else cli_format.details(snapshot))
@@ -209,10 +205,10 @@ def inspect(schedule_id: str, fmt: str, conn: str | None, table: str) -> None:
 @scheduler.command()
 @click.argument("schedule_id")
 @store_options
-def pause(schedule_id: str, conn: str | None, table: str) -> None:
+def pause(schedule_id: str, where: StoreRef) -> None:
     """Stop claiming a pending schedule (a no-op on any other)."""
     sid = parse_schedule_id(schedule_id)
-    store = open_store(conn, table)
+    store = open_store(where)
     if store.pause(sid):
         click.echo(f"paused {sid}")
     else:
@@ -222,10 +218,10 @@ def pause(schedule_id: str, conn: str | None, table: str) -> None:
 @scheduler.command()
 @click.argument("schedule_id")
 @store_options
-def resume(schedule_id: str, conn: str | None, table: str) -> None:
+def resume(schedule_id: str, where: StoreRef) -> None:
     """Resume a paused schedule (a cron one realigns to its next future instant)."""
     sid = parse_schedule_id(schedule_id)
-    store = open_store(conn, table)
+    store = open_store(where)
     if store.resume(sid, _clock.now()):
         snapshot = store.inspect(sid)
         if snapshot is not None and snapshot.status.label == "pending":
@@ -239,10 +235,10 @@ def resume(schedule_id: str, conn: str | None, table: str) -> None:
 @scheduler.command()
 @click.argument("schedule_id")
 @store_options
-def cancel(schedule_id: str, conn: str | None, table: str) -> None:
+def cancel(schedule_id: str, where: StoreRef) -> None:
     """Cancel a pending or paused schedule (a no-op on a finished one)."""
     sid = parse_schedule_id(schedule_id)
-    store = open_store(conn, table)
+    store = open_store(where)
     if store.cancel(sid):
         click.echo(f"cancelled {sid}")
     else:
@@ -266,32 +262,33 @@ def cancel(schedule_id: str, conn: str | None, table: str) -> None:
     metavar="all|N-M|N,M,...",
     help="Only these due-index shards (default all).",
 )
-@click.option("-v", "--verbose", is_flag=True, help="Log every retry and acknowledgement (INFO).")
+@click.option("-v", "--verbose", is_flag=True, help="Also log every claim, send, retry and reschedule (with ids).")
 @store_options
 def worker(
     once: bool,
     for_seconds: float | None,
     shards: tuple[int, ...] | None,
     verbose: bool,
-    conn: str | None,
-    table: str,
+    where: StoreRef,
 ) -> None:
     """Run the dispatcher loop here; prints a one-line JSON summary when it stops."""
     if once and for_seconds is not None:
         raise click.UsageError("give at most one of --once and --for SECONDS")
     config = SchedulerWorkerConfig()
-    clients = clients_for(conn, retries=WORKER_RETRIES, read_timeout=WORKER_READ_TIMEOUT)
+    clients = clients_for(where.conn, retries=WORKER_RETRIES, read_timeout=WORKER_READ_TIMEOUT)
     pool = DaemonExecutor(config.concurrency)  # a hung request never holds the exit
-    store = open_store(conn, table, clients, read_shards=shards, executor=pool)
+    store = open_store(where, clients, read_shards=shards, executor=pool)
     try:
         with (
             worker_logging(verbose),
             SchedulerWorker(store, Dispatcher.for_clients(clients), config, clock=_clock, executor=pool) as w,
         ):
-            summary = w.run_once() if once else run_until_stopped(w, for_seconds)
+            summary, interrupted = (w.run_once(), False) if once else run_until_stopped(w, for_seconds)
     finally:
         pool.shutdown()
     click.echo(json.dumps(summary.as_dict()))
+    if interrupted:  # stopped by Ctrl-C, which it reported when it came
+        raise Interrupted("")
 
 
 @scheduler.group("dead-letter")
@@ -303,23 +300,20 @@ def dead_letter() -> None:
 @limit_option
 @format_option
 @store_options
-def dead_letter_list(limit: int, fmt: str, conn: str | None, table: str) -> None:
+def dead_letter_list(limit: int, fmt: str, where: StoreRef) -> None:
     """Dead-lettered schedules, most recently dead-lettered first."""
-    snapshots = open_store(conn, table).list_dead_letter(limit)
-    if fmt == "json":
-        click.echo(cli_format.to_json(snapshots, dead_letter=True))
-    else:
-        click.echo(cli_format.table(snapshots, dead_letter=True))
+    snapshots = open_store(where).list_dead_letter(limit)
+    click.echo(cli_format.to_json(snapshots) if fmt == "json" else cli_format.table(snapshots, dead_letter=True))
     report_skipped(snapshots)
 
 
 @dead_letter.command("replay")
 @click.argument("schedule_id")
 @store_options
-def dead_letter_replay(schedule_id: str, conn: str | None, table: str) -> None:
+def dead_letter_replay(schedule_id: str, where: StoreRef) -> None:
     """Make a dead-lettered schedule due now: attempts 0, last error cleared, same occurrence."""
     sid = parse_schedule_id(schedule_id)
-    open_store(conn, table).replay(sid, _clock.now())
+    open_store(where).replay(sid, _clock.now())
     click.echo(f"replayed {sid}: due now")
 
 

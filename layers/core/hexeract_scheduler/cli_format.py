@@ -26,8 +26,8 @@ def shorten(text: str | None, width: int = LAST_ERROR_CHARS) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def to_json(snapshots: Sequence[ScheduleSnapshot], *, dead_letter: bool = False) -> str:
-    return json.dumps([s.to_json(dead_letter=dead_letter) for s in snapshots], indent=2)
+def to_json(snapshots: Sequence[ScheduleSnapshot]) -> str:
+    return json.dumps([s.to_json() for s in snapshots], indent=2)
 
 
 def table(snapshots: Sequence[ScheduleSnapshot], *, dead_letter: bool = False) -> str:

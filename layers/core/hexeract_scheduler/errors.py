@@ -1,8 +1,8 @@
 """One error hierarchy for the whole package.
 
-AWS errors are translated at the boundary (``store.py``, ``sinks.py``, ``aws.py``): callers never
-see a ``botocore`` exception. The CLI and the Lambda handlers map these classes to messages and exit
-codes in one place each.
+AWS errors are translated at the boundary (``aws.translate``, used by ``dynamo/``, ``sinks.py`` and
+``stack.py``): callers never see a ``botocore`` exception. The CLI and the Lambda handlers map these
+classes to messages and exit codes in one place each.
 """
 
 from __future__ import annotations
@@ -29,6 +29,12 @@ class InvalidTarget(InvalidInput):
 
 class ConfigError(InvalidInput):
     """An incoherent worker configuration or environment setting."""
+
+
+class CredentialsMissing(ConfigError):
+    """No usable AWS credentials (none found, partial, an unknown profile, an expired SSO session).
+
+    Raised before any request leaves the machine."""
 
 
 class ScheduleNotFound(HexeractError, LookupError):
@@ -68,11 +74,18 @@ class StoreError(HexeractError):
 
 
 class TableMissing(StoreError):
-    """The schedules table does not exist (run ``hexeract scheduler table create``)."""
+    """The schedules table does not exist (a wrong table name, or a local table not created yet)."""
 
 
 class EndpointUnreachable(StoreError):
-    """The AWS endpoint could not be reached at all."""
+    """The AWS endpoint could not be reached at all (connection refused, timed out, no such host).
+
+    A connection error: the same request may succeed once the endpoint answers, and ``endpoint``
+    names the URL that did not."""
+
+    def __init__(self, message: str, endpoint: str | None = None) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
 
 
 class RetryableError(HexeractError):

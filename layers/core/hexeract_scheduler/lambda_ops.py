@@ -155,7 +155,7 @@ def handle_dead_letter(store: ScheduleAdmin, clock: Clock, event: Any) -> dict[s
     request = parse_dead_letter_request(event)
     if isinstance(request, ListDeadLetters):
         listing = store.list_dead_letter(request.limit)
-        response: dict[str, Any] = {"items": [s.to_json(dead_letter=True) for s in listing]}
+        response: dict[str, Any] = {"items": [s.to_json() for s in listing]}
         if listing.skipped:  # unreadable items: left out, named so an operator can fix them by hand
             response["skipped"] = [{"key": key, "reason": reason} for key, reason in listing.skipped]
         return response

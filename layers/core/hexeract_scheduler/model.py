@@ -206,21 +206,22 @@ class ScheduleSnapshot:
             return self.leased_until
         return self.scheduled_for
 
-    def to_json(self, *, dead_letter: bool = False) -> dict[str, Any]:
-        """The documented JSON object (docs/contracts.md#command-line); dead-letter listings add
-        ``dead_lettered_at``."""
-        out: dict[str, Any] = {
+    def to_json(self) -> dict[str, Any]:
+        """The documented JSON object (docs/contracts.md#command-line): every field ``inspect``
+        shows, the same keys for every schedule (``null`` where a schedule has no such value)."""
+        return {
             "schedule_id": str(self.schedule_id),
             "status": self.status.label,
             "scheduled_for": rfc3339(self.scheduled_for),
             "attempts": self.attempts,
             "max_attempts": self.max_attempts,
             "trigger": self.trigger,
+            "target": self.target,
+            "event_type": self.event_type,
             "last_error": self.last_error,
+            "leased_until": rfc3339(self.leased_until) if self.leased_until else None,
+            "dead_lettered_at": rfc3339(self.dead_lettered_at) if self.dead_lettered_at else None,
         }
-        if dead_letter:
-            out["dead_lettered_at"] = rfc3339(self.dead_lettered_at) if self.dead_lettered_at else None
-        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Powertools wiring for the Lambda functions: JSON logs and CloudWatch metrics in EMF.
+"""Powertools wiring for the Lambda functions: JSON logs, CloudWatch metrics in EMF, X-Ray traces.
 
 The core logs through ``logging.getLogger("hexeract_scheduler")`` with ``extra={"schedule_id": ...,
 "occurrence_id": ...}``; :func:`setup` gives that logger the Powertools JSON handler, so those keys
@@ -8,8 +8,9 @@ become fields of each log line. Nothing here (nor in the core) ever logs a paylo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -26,13 +27,32 @@ LAG_METRIC = "DispatchLagMs"
 INVOCATION_DELAY_METRIC = "InvocationDelayMs"
 
 
-def setup(settings: Settings) -> tuple[Logger, Metrics]:
-    """A Powertools Logger and Metrics configured from ``settings``; the core's logger shares the
-    Logger's JSON handler and level."""
+class Observability(NamedTuple):
+    logger: Logger
+    metrics: Metrics
+    tracer: Tracer
+
+
+def setup(settings: Settings, *, trace_aws_calls: bool = False) -> Observability:
+    """A Powertools Logger, Metrics and Tracer configured from ``settings``; the core's logger
+    shares the Logger's JSON handler and level.
+
+    The Tracer adds the handler's subsegment (its response and any error) to the trace Lambda
+    records with ``Tracing: Active``; off Lambda (tests, a laptop) Powertools disables it, and
+    ``POWERTOOLS_TRACE_DISABLED=true`` does anywhere. ``trace_aws_calls`` patches botocore for a
+    subsegment per AWS call: right for a function making a few calls on its own thread (the
+    dead-letter function), not for the dispatcher, whose thousands of calls per run are made on a
+    thread pool, where X-Ray has no segment to attach them to.
+    """
     logger = Logger(service=settings.service_name, level=settings.log_level)
     copy_config_to_registered_loggers(source_logger=logger, include={CORE_LOGGER})
     metrics = Metrics(namespace=settings.metrics_namespace, service=settings.service_name)
-    return logger, metrics
+    tracer = Tracer(
+        service=settings.service_name,
+        auto_patch=trace_aws_calls,
+        patch_modules=("botocore",) if trace_aws_calls else None,
+    )
+    return Observability(logger, metrics, tracer)
 
 
 def lag_samples(lags: Sequence[int], limit: int = MAX_LAG_VALUES) -> list[int]:

@@ -99,7 +99,7 @@ class SchedulerWorker:
             if timeout is not None:
                 until = self.clock.monotonic() + timeout
                 time_left = lambda: until - self.clock.monotonic()  # noqa: E731
-            late = no_answer(f"preparing {self.store.name}")
+            late = no_answer(f"opening {self.store.name}")
             self._ready = map_concurrently(
                 self.executor, lambda _: self.store.ready(), [None], time_left=time_left, late=late
             )[0]
@@ -142,6 +142,8 @@ class SchedulerWorker:
             time_left=self._time_left,
         )
         self._report(batch, summary)
+        for occ in batch.leased:
+            log.debug("claimed: attempt %d of %d", occ.attempt, occ.max_attempts, extra=occurrence_keys(occ))
         return summary, batch.leased
 
     def _deliver(self, leased: list[LeasedOccurrence]) -> CycleSummary:
@@ -157,6 +159,7 @@ class SchedulerWorker:
 
         def on_sent(occ: LeasedOccurrence) -> None:
             sent_at[occ.lease_token] = self.clock.now()
+            log.debug("sent", extra=occurrence_keys(occ))
 
         timeout = cfg.dispatch_timeout.total_seconds()
         left = self._time_left()

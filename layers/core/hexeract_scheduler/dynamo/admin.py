@@ -30,8 +30,8 @@ class AdminOps(DynamoBase):
     def insert(self, message: ScheduledMessage, now: datetime) -> ScheduleSnapshot:
         """Store a new pending schedule; its first occurrence is due at the trigger's first instant."""
         first = message.trigger.first_due(now)
-        item = item_of(message, first, due_partition(message.schedule_id, self.shards), now)
-        with aws_errors(f"inserting schedule {message.schedule_id}"):
+        with aws_errors(f"adding schedule {message.schedule_id} to {self.name}"):
+            item = item_of(message, first, due_partition(message.schedule_id, self._shard_count()), now)
             try:
                 self.client.put_item(TableName=self.table_name, Item=item, ConditionExpression=x.INSERT_CONDITION)
             except ClientError as exc:
@@ -43,7 +43,7 @@ class AdminOps(DynamoBase):
     def inspect(self, schedule_id: uuid.UUID | str) -> ScheduleSnapshot | None:
         """The schedule as stored, or None if there is no such schedule."""
         sid = parse_schedule_id(schedule_id)
-        with aws_errors(f"reading schedule {sid}"):
+        with aws_errors(f"inspecting schedule {sid} in {self.name}"):
             got = self.client.get_item(
                 TableName=self.table_name,
                 Key=key(sid),
@@ -57,7 +57,10 @@ class AdminOps(DynamoBase):
         """Pending or paused → cancelled (True). A terminal schedule is left alone (False)."""
         sid = parse_schedule_id(schedule_id)
         values = {":cancelled": s(x.CANCELLED), ":pending": s(x.PENDING), ":paused": s(x.PAUSED)}
-        return self._lifecycle(sid, x.CANCEL, x.CANCEL_CONDITION, values, f"cancelling schedule {sid}") is None
+        return (
+            self._lifecycle(sid, x.CANCEL, x.CANCEL_CONDITION, values, f"cancelling schedule {sid} in {self.name}")
+            is None
+        )
 
     def pause(self, schedule_id: uuid.UUID | str) -> bool:
         """Pending → paused (True); anything else is left alone (False).
@@ -67,15 +70,19 @@ class AdminOps(DynamoBase):
         it. The item moves to the due index's paused partition, which workers never query.
         """
         sid = parse_schedule_id(schedule_id)
-        values = {":paused": s(x.PAUSED), ":pending": s(x.PENDING), ":parked": s(paused_partition(sid, self.shards))}
-        return self._lifecycle(sid, x.PAUSE, x.PAUSE_CONDITION, values, f"pausing schedule {sid}") is None
+        what = f"pausing schedule {sid} in {self.name}"
+        with aws_errors(what):
+            parked = paused_partition(sid, self._shard_count())
+        values = {":paused": s(x.PAUSED), ":pending": s(x.PENDING), ":parked": s(parked)}
+        return self._lifecycle(sid, x.PAUSE, x.PAUSE_CONDITION, values, what) is None
 
     def resume(self, schedule_id: uuid.UUID | str, now: datetime) -> bool:
         """Paused → pending (True), due where ``control.resumed_instant`` says; not paused: False."""
         sid = parse_schedule_id(schedule_id)
-        what = f"resuming schedule {sid}"
+        what = f"resuming schedule {sid} in {self.name}"
         with aws_errors(what):
             got = self.client.get_item(TableName=self.table_name, Key=key(sid), ConsistentRead=True)
+            shards = self._shard_count()
         if "Item" not in got:
             raise ScheduleNotFound(sid)
         reader = ItemReader(got["Item"])
@@ -88,7 +95,7 @@ class AdminOps(DynamoBase):
         if plan.due is None:  # no future instant: nothing left to fire
             values[":delivered"] = s(x.DELIVERED)
             return self._lifecycle(sid, x.FINISH, x.RESUME_CONDITION, values, what) is None
-        values |= {":pending": s(x.PENDING), ":shard": s(due_partition(sid, self.shards)), ":due": n(to_ms(plan.due))}
+        values |= {":pending": s(x.PENDING), ":shard": s(due_partition(sid, shards)), ":due": n(to_ms(plan.due))}
         if plan.fresh:
             values[":zero"] = n(0)
         update = x.RESUME_FRESH if plan.fresh else x.RESUME
@@ -100,14 +107,17 @@ class AdminOps(DynamoBase):
         Anything else raises NotReplayable and changes nothing.
         """
         sid = parse_schedule_id(schedule_id)
+        what = f"replaying schedule {sid} in {self.name}"
+        with aws_errors(what):
+            shard = due_partition(sid, self._shard_count())
         values = {
             ":pending": s(x.PENDING),
             ":dead": s(x.DEAD),
             ":zero": n(0),
-            ":shard": s(due_partition(sid, self.shards)),
+            ":shard": s(shard),
             ":now": n(to_ms(now)),
         }
-        refused = self._lifecycle(sid, x.REPLAY, x.REPLAY_CONDITION, values, f"replaying schedule {sid}")
+        refused = self._lifecycle(sid, x.REPLAY, x.REPLAY_CONDITION, values, what)
         if refused is not None:
             known = {st.value: st.label for st in ScheduleStatus}
             raise NotReplayable(sid, known.get(refused, refused))
@@ -120,7 +130,9 @@ class AdminOps(DynamoBase):
         partition, merged, never a Scan. Unreadable items are left out and reported in
         ``skipped``. Reads only: never writes, even to a table no one has used yet."""
         check_limit(limit)
-        count = self._shard_count_for_reading()
+        what = f"listing schedules in {self.name}"
+        with aws_errors(what):
+            count = self._shard_count_for_reading()
         partitions = [str(i) for i in range(count)] + [f"{PAUSED_PREFIX}{i}" for i in range(count)]
 
         def entries(window: int) -> list[DueEntry]:
@@ -128,7 +140,7 @@ class AdminOps(DynamoBase):
             merged = heapq.merge(*per_partition, key=lambda e: (e.due_at_ms, e.key))
             return list(itertools.islice(merged, window))  # read only the items that can be listed
 
-        rows = self._listing(entries, limit, (ScheduleStatus.PENDING, ScheduleStatus.PAUSED))
+        rows = self._listing(entries, limit, (ScheduleStatus.PENDING, ScheduleStatus.PAUSED), what)
         return Listing(sorted(rows, key=lambda r: (r.next_attempt, str(r.schedule_id))), rows.skipped)
 
     def list_dead_letter(self, limit: int = 50) -> Listing:
@@ -139,12 +151,13 @@ class AdminOps(DynamoBase):
             lambda window: self._query_keys(DEAD_LETTER_INDEX, "dl_pk", DEAD_LETTER_PK, window, forward=False),
             limit,
             (ScheduleStatus.DEAD_LETTERED,),
+            f"listing dead-lettered schedules in {self.name}",
         )
         ordered = sorted(rows, key=lambda r: (r.dead_lettered_at or r.scheduled_for, str(r.schedule_id)), reverse=True)
         return Listing(ordered, rows.skipped)
 
     def _listing(
-        self, entries: Callable[[int], list[DueEntry]], limit: int, statuses: tuple[ScheduleStatus, ...]
+        self, entries: Callable[[int], list[DueEntry]], limit: int, statuses: tuple[ScheduleStatus, ...], what: str
     ) -> Listing:
         """Index keys in order → items read consistently → only those still in ``statuses``.
 
@@ -155,8 +168,9 @@ class AdminOps(DynamoBase):
         """
         window = limit
         while True:
-            found = entries(window)
-            items = self._batch_get([e.key for e in found])
+            with aws_errors(what):
+                found = entries(window)
+                items = self._batch_get([e.key for e in found])
             rows: list[ScheduleSnapshot] = []
             skipped: list[tuple[str, str]] = []
             for entry in found:
@@ -182,14 +196,13 @@ class AdminOps(DynamoBase):
             "ExpressionAttributeValues": {":v": s(value)},
             "ScanIndexForward": forward,
         }
-        with aws_errors(f"listing {index}"):
-            while len(out) < limit:
-                page = self.client.query(Limit=limit - len(out), **kwargs)
-                entries = (entry_of(i, value, sort_key) for i in page.get("Items", []))
-                out += [e for e in entries if e is not None]
-                if "LastEvaluatedKey" not in page:
-                    break
-                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        while len(out) < limit:
+            page = self.client.query(Limit=limit - len(out), **kwargs)
+            entries = (entry_of(i, value, sort_key) for i in page.get("Items", []))
+            out += [e for e in entries if e is not None]
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return out
 
     def _batch_get(self, keys_in_order: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -205,12 +218,11 @@ class AdminOps(DynamoBase):
                     **names(x.SNAPSHOT_ATTRS),
                 }
             }
-            with aws_errors("reading schedules"):
-                for _ in range(10):
-                    resp = self.client.batch_get_item(RequestItems=request)
-                    for item in resp.get("Responses", {}).get(self.table_name, []):
-                        found[item["schedule_id"]["S"]] = item
-                    request = resp.get("UnprocessedKeys") or {}
-                    if not request:
-                        break
+            for _ in range(10):
+                resp = self.client.batch_get_item(RequestItems=request)
+                for item in resp.get("Responses", {}).get(self.table_name, []):
+                    found[item["schedule_id"]["S"]] = item
+                request = resp.get("UnprocessedKeys") or {}
+                if not request:
+                    break
         return found

@@ -93,28 +93,36 @@ class DynamoBase:
         the recorded one (re-sharding would strand items in shards no worker reads).
         """
         check_shards(shards)
-        created = True
-        try:
-            self.client.create_table(**table_definition(self.table_name))
-        except ClientError as exc:
-            if error_code(exc) != "ResourceInUseException":
-                with aws_errors(f"creating table {self.table_name}"):
+        with aws_errors(f"creating {self.name}"):
+            try:
+                self.client.create_table(**table_definition(self.table_name))
+                created = True
+            except ClientError as exc:
+                if error_code(exc) != "ResourceInUseException":
                     raise
-            created = False
-        if wait:
-            with aws_errors(f"waiting for table {self.table_name}"):
+                created = False
+            if wait:
                 self.client.get_waiter("table_exists").wait(
                     TableName=self.table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
                 )
+            recorded = self._recorded_shards(record=shards)
         with self._lock:
-            self._shards = self._recorded_shards(record=shards)
-        return created, self._shards
+            self._shards = recorded
+        return created, recorded
+
+    # Every public method translates AWS errors once, naming the operation it was asked for
+    # ("listing schedules in table T"); the private helpers below let botocore's errors through
+    # to it, so no message names an internal step.
 
     @property
     def shards(self) -> int:
         """The table's shard count, read once from ``#meta``; a table never used yet gets the
         configured (or default) count recorded there. Only writes use this: reads use
         ``_shard_count_for_reading`` and never write."""
+        with aws_errors(f"reading the shard count of {self.name}"):
+            return self._shard_count()
+
+    def _shard_count(self) -> int:
         if self._shards is None:
             with self._lock:
                 if self._shards is None:
@@ -143,31 +151,35 @@ class DynamoBase:
 
     def _recorded_shards(self, *, record: int | None) -> Any:
         """The count in ``#meta``; if there is none, record ``record`` (if given) and return it."""
-        with aws_errors(f"reading the shard count of {self.table_name}"):
-            got = self.client.get_item(TableName=self.table_name, Key=key(META_ID), ConsistentRead=True)
-            if "Item" in got:
-                return int(got["Item"]["shards"]["N"])
-            if record is None:
-                return None
-            try:
-                self.client.put_item(
-                    TableName=self.table_name,
-                    Item={"schedule_id": s(META_ID), "shards": n(record)},
-                    ConditionExpression=INSERT_CONDITION,
-                )
-                return record
-            except ClientError as exc:
-                if error_code(exc) != "ConditionalCheckFailedException":
-                    raise
-            got = self.client.get_item(TableName=self.table_name, Key=key(META_ID), ConsistentRead=True)
+        got = self.client.get_item(TableName=self.table_name, Key=key(META_ID), ConsistentRead=True)
+        if "Item" in got:
+            return int(got["Item"]["shards"]["N"])
+        if record is None:
+            return None
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item={"schedule_id": s(META_ID), "shards": n(record)},
+                ConditionExpression=INSERT_CONDITION,
+            )
+            return record
+        except ClientError as exc:
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise
+        got = self.client.get_item(TableName=self.table_name, Key=key(META_ID), ConsistentRead=True)
         return int(got["Item"]["shards"]["N"])
 
     def ready(self) -> str:
-        return f"{self.name} (shards {format_shards(self.read_shards())})"
+        with aws_errors(f"opening {self.name}"):
+            return f"{self.name} (shards {format_shards(self._read_shard_list())})"
 
     def read_shards(self) -> tuple[int, ...]:
         """The shards this store's claims read (all of them unless configured otherwise)."""
-        count = self.shards
+        with aws_errors(f"reading the shard count of {self.name}"):
+            return self._read_shard_list()
+
+    def _read_shard_list(self) -> tuple[int, ...]:
+        count = self._shard_count()
         wanted = self._read_shards if self._read_shards is not None else tuple(range(count))
         bad = [x for x in wanted if x >= count]
         if bad:
@@ -187,7 +199,8 @@ class DynamoBase:
         old: str | None = None,
         return_new: bool = False,
     ) -> UpdateResult:
-        """The one conditional UpdateItem every state change goes through.
+        """The one conditional UpdateItem every state change goes through; AWS errors are
+        translated as ``what``, the public operation it serves.
 
         ``ExpressionAttributeNames`` is sent only when an expression uses a name placeholder:
         DynamoDB rejects an empty map (moto does not). With ``old`` (a projection), a refused

@@ -68,6 +68,7 @@ class ClaimOps(DynamoBase):
         most, so they cannot hide the claimable entries behind them.
         """
         until = to_ms(now + horizon)
+        what = f"finding due schedules in {self.name}"
 
         def one(shard: int) -> list[DueEntry]:
             kwargs: dict[str, Any] = {
@@ -78,7 +79,7 @@ class ClaimOps(DynamoBase):
                 "Limit": limit,
             }
             out: list[DueEntry] = []
-            with aws_errors(f"querying {DUE_INDEX}"):
+            with aws_errors(what):
                 for _ in range(MAX_PAGES_PAST_STUCK + 1):
                     page = self.client.query(**kwargs)
                     entries = (entry_of(i, str(shard), "due_at") for i in page.get("Items", []))
@@ -88,8 +89,10 @@ class ClaimOps(DynamoBase):
                     kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
             return out[:limit]
 
-        late = no_answer(f"querying {DUE_INDEX}")
-        results = map_concurrently(self.executor, one, self.read_shards(), time_left=time_left, late=late)
+        late = no_answer(what)
+        with aws_errors(what):
+            shards = self._read_shard_list()
+        results = map_concurrently(self.executor, one, shards, time_left=time_left, late=late)
         return list(heapq.merge(*results, key=lambda e: e.due_at_ms))
 
     def claim(self, schedule_id: uuid.UUID, now: datetime, lease: timedelta) -> LeasedOccurrence | Refusal:
