@@ -357,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MissingLocalExtra as exc:
         print(f"python -m demo: {exc}", file=sys.stderr)
         return 2
-    print(f"demo finished in {time.monotonic() - started:.1f} s", flush=True)
+    print(f"\ndemo finished in {time.monotonic() - started:.1f} s", flush=True)
     return 0 if summary["distinct"] > 0 and summary["replayed_and_delivered"] else 1
 
 

@@ -7,6 +7,7 @@ and fast (nothing is installed; ``make -n`` shows the installs without running t
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -39,8 +40,10 @@ def fake_python(where: Path, version: str) -> Path:
 
 
 def make(checkout: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # Not the flags of a `make test` this suite may run under (-s, -j, -n...).
+    env = {k: v for k, v in os.environ.items() if k not in {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES"}}
     return subprocess.run(
-        ["make", "--no-print-directory", *args], cwd=checkout, capture_output=True, text=True, timeout=30
+        ["make", "--no-print-directory", *args], cwd=checkout, env=env, capture_output=True, text=True, timeout=30
     )
 
 
