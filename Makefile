@@ -49,7 +49,7 @@ $(VENV)/pyvenv.cfg: $(VENV_STALE) | check-python
 # every editable build). Bytecode is compiled here: with PYTHONDONTWRITEBYTECODE set, nothing would
 # ever compile it, and every command would compile boto3 again.
 $(LOCAL_STAMP): pyproject.toml $(VENV)/pyvenv.cfg
-	@echo "make: installing hexeract-scheduler (editable) and moto, its local AWS endpoint (extra 'local'), into .venv (~15 s)"
+	@echo "make: installing hexeract-scheduler (editable) and moto, its local AWS endpoint (extra 'local'), into .venv (~20 s)"
 	$(PIP) install --upgrade pip 'setuptools>=77'
 	$(PIP) install --no-build-isolation -e '.[local]'
 	touch $@
