@@ -12,12 +12,14 @@
    queue), replays it, and shows it delivered.
 
 ``python -m demo [--seconds N] [--keep]``; ``--keep`` leaves the endpoint, worker and consumer
-running until Ctrl-C so you can try the printed commands.
+running until Ctrl-C, and prints shell lines (exports, then ``hexeract`` commands) that work as
+pasted into a second terminal meanwhile.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -41,7 +43,7 @@ from hexeract_scheduler import (
     SystemClock,
 )
 from hexeract_scheduler.aws import ClientFactory, Connection
-from hexeract_scheduler.local import start_local_endpoint
+from hexeract_scheduler.local import DEMO_QUEUE, DEMO_TOPIC, MissingLocalExtra, export_lines, start_local_endpoint
 
 TABLE = "hexeract-schedules"
 # (argv after "hexeract") -> (exit status, stdout + stderr)
@@ -105,14 +107,24 @@ class Demo:
         return output
 
 
+def _until_interrupted() -> None:
+    with contextlib.suppress(KeyboardInterrupt):
+        while True:
+            time.sleep(3600)
+
+
 def run_demo(
     seconds: float = 15.0,
     *,
     keep: bool = False,
     out: Out | None = None,
     cli: Cli = subprocess_cli,
+    hold: Callable[[], None] = _until_interrupted,
 ) -> dict[str, int]:
-    """The whole demo; returns what the consumer saw (``raw``, ``distinct``, ``duplicates``)."""
+    """The whole demo; returns what the consumer saw (``raw``, ``distinct``, ``duplicates``).
+
+    With ``keep``, the endpoint, worker and consumer keep running while ``hold()`` does (by
+    default, until Ctrl-C); the lines printed before it work in another terminal meanwhile."""
     out = out or (lambda line: print(line, flush=True))
     demo = Demo(out, cli)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access log
@@ -131,8 +143,8 @@ def run_demo(
         created, shards = store.create_table(4)
         demo.say(f"table {TABLE} {'created' if created else 'exists'} ({shards} shards)")
 
-        queue_url = sqs.create_queue(QueueName="reminders")["QueueUrl"]
-        topic_arn = sns.create_topic(Name="reminders-topic")["TopicArn"]
+        queue_url = sqs.create_queue(QueueName=DEMO_QUEUE)["QueueUrl"]
+        topic_arn = sns.create_topic(Name=DEMO_TOPIC)["TopicArn"]
         topic_queue_url = sqs.create_queue(QueueName="reminders-from-topic")["QueueUrl"]
         topic_queue_arn = sqs.get_queue_attributes(QueueUrl=topic_queue_url, AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
@@ -241,16 +253,11 @@ def run_demo(
             f"done: {summary['raw']} messages received, {summary['distinct']} distinct occurrences, "
             f"{summary['duplicates']} duplicate(s) dropped by occurrence_id"
         )
-        out("\nTry it yourself against this endpoint (it stops with the demo; --keep keeps it running):")
-        for cmd in _try_commands(url, queue_url):
-            out(f"  {cmd}")
+        for line in try_it_yourself(url, queue_url, topic_arn, keep=keep):
+            out(line)
         if keep:
-            out("\nendpoint, worker and consumer keep running: Ctrl-C to stop")
-            try:
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                out("stopping")
+            hold()
+            out("stopping")
         return summary
     finally:
         if consumer is not None:
@@ -280,15 +287,37 @@ def _wait_for(predicate: Callable[[], bool], seconds: float) -> bool:
         time.sleep(0.1)
 
 
-def _try_commands(url: str, queue_url: str) -> list[str]:
-    conn = f"--conn {url}"
+# What to try against the endpoint: each line works as pasted into bash, once the export lines ran.
+# The demo's worker delivers both schedules (the consumer prints them): "hi" once, then every 5 s.
+TRY_COMMANDS = (
+    "hexeract scheduler list",
+    """ID=$(hexeract scheduler add --at +10s --target "sqs:$QUEUE_URL" --payload '{"text": "hi"}')""",
+    'hexeract scheduler inspect "$ID" --format json',
+    """hexeract scheduler add --cron '*/5 * * * * *' --target "sns:$TOPIC_ARN" --payload '{"text": "every 5 s"}'""",
+    "hexeract scheduler list",
+    "hexeract scheduler dead-letter list",
+)
+
+
+def try_it_yourself(url: str, queue_url: str, topic_arn: str, *, keep: bool) -> list[str]:
+    """The closing lines. With ``keep``: the export lines for this endpoint, then commands to paste
+    into a second terminal. Without: that the endpoint stops with the demo, and how to keep it."""
+    if keep:
+        head = [
+            "",
+            "Try it yourself: paste these lines into a second terminal (the endpoint, worker and consumer",
+            "keep running until Ctrl-C here; what the worker delivers shows up here):",
+            "",
+            *(f"  {line}" for line in export_lines(url, queue_url, topic_arn)),
+        ]
+        return [*head, *(f"  {cmd}" for cmd in TRY_COMMANDS), "", "Ctrl-C to stop"]
     return [
-        f"hexeract scheduler list {conn}",
-        f'hexeract scheduler add --at +10s --target sqs:{queue_url} --payload \'{{"text": "hi"}}\' {conn}',
-        f"hexeract scheduler add --cron '*/5 * * * * *' --target sqs:{queue_url} {conn}",
-        f"hexeract scheduler inspect SCHEDULE_ID --format json {conn}",
-        f"hexeract scheduler dead-letter list {conn}",
-        f"hexeract scheduler worker --for 10 {conn}",
+        "",
+        f"The endpoint at {url} stops with the demo. To try the hexeract command against a running one,",
+        "run `make demo DEMO_ARGS=--keep` (or `python -m demo --keep`): it keeps the endpoint up and prints",
+        "the export lines that make commands like these work in a second terminal:",
+        "",
+        *(f"  {cmd}" for cmd in TRY_COMMANDS),
     ]
 
 
@@ -323,8 +352,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for var in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):  # the demo never talks to real AWS
         os.environ.pop(var, None)
     started = time.monotonic()
-    summary = run_demo(args.seconds, keep=args.keep)
-    print(f"demo finished in {time.monotonic() - started:.1f} s", flush=True)
+    try:
+        summary = run_demo(args.seconds, keep=args.keep)
+    except MissingLocalExtra as exc:
+        print(f"python -m demo: {exc}", file=sys.stderr)
+        return 2
+    print(f"\ndemo finished in {time.monotonic() - started:.1f} s", flush=True)
     return 0 if summary["distinct"] > 0 and summary["replayed_and_delivered"] else 1
 
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
 
 from demo.consumer import MemoryDedupeStore, Reminder, ReminderConsumer
-from demo.run import run_demo
+from demo.run import TRY_COMMANDS, run_demo, try_it_yourself
 from examples.consumer.app import build_handler
 from hexeract_scheduler.cli import main
 from hexeract_scheduler.model import ScheduledMessage
@@ -24,9 +28,34 @@ def in_process_cli(args: Sequence[str]) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_demo_runs_end_to_end():
+def pasted_block(lines: list[str]) -> list[str]:
+    """The indented lines after the "Try it yourself" header, as a person would paste them."""
+    start = next(i for i, line in enumerate(lines) if line.startswith("Try it yourself"))
+    block = []
+    for line in lines[start + 1 :]:
+        if line.startswith("  "):
+            block.append(line.strip())
+        elif block:
+            break
+    return block
+
+
+def test_demo_runs_end_to_end_and_keep_prints_lines_that_work_in_a_second_terminal(tmp_path):
+    """One run (the demo takes seconds): what it shows, then, while --keep holds the endpoint up,
+    the printed lines pasted into a shell whose environment is a new terminal's (no venv on PATH,
+    no HEXERACT_CONN, no AWS credentials)."""
     lines: list[str] = []
-    summary = run_demo(3.0, out=lines.append, cli=in_process_cli)
+    pasted: list[subprocess.CompletedProcess[str]] = []
+
+    def second_terminal() -> None:
+        script = "\n".join(pasted_block(lines))
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": os.environ.get("LANG", "C.UTF-8")}
+        run = subprocess.run(
+            ["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90
+        )
+        pasted.append(run)
+
+    summary = run_demo(3.0, keep=True, out=lines.append, cli=in_process_cli, hold=second_terminal)
     text = "\n".join(lines)
     assert summary["replayed_and_delivered"] == 1, text
     assert summary["duplicates"] >= 1, text  # the "crashed" worker's send, delivered again
@@ -36,6 +65,26 @@ def test_demo_runs_end_to_end():
     assert "replayed " in text and "status:        delivered" in text
     assert "duplicate of occurrence" in text
     assert "hexeract scheduler list --conn http://127.0.0.1:" in text
+
+    block = pasted_block(lines)
+    [path_line] = [line for line in block if line.startswith("export PATH=")]
+    [conn_line] = [line for line in block if line.startswith("export HEXERACT_CONN=")]
+    assert path_line == f'export PATH={Path(sys.executable).parent.absolute()}:"$PATH"'  # where `hexeract` is
+    assert " QUEUE_URL=http://127.0.0.1:" in conn_line and "/reminders " in conn_line
+    assert " TOPIC_ARN=arn:aws:sns:" in conn_line and conn_line.endswith(":reminders-topic")
+    assert block[2:] == list(TRY_COMMANDS)
+    [run] = pasted
+    assert run.returncode == 0, run.stdout + run.stderr
+    [inspected] = json.loads(run.stdout[run.stdout.index("[") : run.stdout.rindex("]") + 1])
+    assert inspected["status"] == "pending"
+    assert "cron:*/5 * * * * *" in run.stdout  # the second `list`
+
+
+def test_without_keep_the_demo_says_its_endpoint_stops_and_how_to_keep_it():
+    text = "\n".join(try_it_yourself("http://127.0.0.1:1234", "http://q", "arn:t", keep=False))
+    assert "http://127.0.0.1:1234 stops with the demo" in text
+    assert "make demo DEMO_ARGS=--keep" in text
+    assert "export HEXERACT_CONN" not in text  # no lines that point at an endpoint about to go away
 
 
 def test_consumer_drops_duplicates_by_occurrence_id(clients, store, clock, queue: Queue):

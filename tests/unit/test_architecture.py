@@ -4,6 +4,7 @@ composition roots build the DynamoDB store."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,21 @@ def test_importing_the_core_never_loads_the_dynamo_store(module):
 def test_no_source_file_of_the_core_is_much_over_300_lines():
     sizes = {p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def test_the_repository_names_no_folder_beside_it():
+    """Tests once read a `shared` folder laid beside the checkout (and skipped without it): a clone
+    must be complete. The vectors are vendored in tests/data; nothing may point outside the clone."""
+    root = PACKAGE.parents[2]
+    listed = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    outside = re.compile(r"\.\./shared\b|parents?\s*/\s*[\"']shared[\"']|(ROOT|REPO)\.parent\b")
+    text_files = {".py", ".md", ".toml", ".yaml", ".json", ".txt"}
+    offenders = []
+    for name in listed.stdout.splitlines():
+        path = root / name
+        if path.is_file() and (path.suffix in text_files or path.name == "Makefile"):
+            text = path.read_text(errors="replace")
+            offenders += [f"{name}: {m.group(0)}" for m in outside.finditer(text)]
+    assert offenders == []

@@ -1,6 +1,9 @@
 """An in-process AWS endpoint (moto server) on 127.0.0.1, for tests, the demo and benchmarks.
 
-Needs the ``dev`` extra (``moto[server]``); nothing in the Lambda path imports this module.
+``python -m hexeract_scheduler.local [--port N] [--demo-targets]`` serves one until Ctrl-C.
+Needs the ``local`` extra (moto; ``dev`` includes it): without it, starting an endpoint raises
+:class:`MissingLocalExtra`, and the command exits 2 with one line naming the extra. Nothing in the
+Lambda path imports this module.
 
 moto's server handles concurrent requests on several threads with no lock around a request, so two
 conditional writes to one item can both pass their condition (and a Query can crash while another
@@ -12,18 +15,30 @@ other request: poll with ``WaitTimeSeconds=0`` against it.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+PROG = "python -m hexeract_scheduler.local"
+LOCAL_EXTRA_INSTALL = "pip install 'hexeract-scheduler[local]' (from a clone: pip install -e '.[local]')"
+# What --demo-targets creates (the names the demo uses too).
+DEMO_QUEUE = "reminders"
+DEMO_TOPIC = "reminders-topic"
+
+
+class MissingLocalExtra(ModuleNotFoundError):
+    """moto (or the web server it runs on) is not installed: the ``local`` extra is missing."""
 
 
 @dataclass
@@ -77,10 +92,17 @@ class _Serialized:
 
 
 def start_local_endpoint(port: int = 0, *, serialize: bool = True) -> LocalEndpoint:
-    """Start a moto server on 127.0.0.1 (port 0: a free one) in a daemon thread; return its URL."""
-    from moto.moto_server.threaded_moto_server import MotoRequestHandler
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-    from werkzeug.serving import make_server
+    """Start a moto server on 127.0.0.1 (port 0: a free one) in a daemon thread; return its URL.
+
+    Raises :class:`MissingLocalExtra` when moto is not installed."""
+    try:
+        from moto.moto_server.threaded_moto_server import MotoRequestHandler
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+        from werkzeug.serving import make_server
+    except ModuleNotFoundError as exc:
+        raise MissingLocalExtra(
+            f"the local endpoint needs moto (module {exc.name!r} is missing): {LOCAL_EXTRA_INSTALL}", name=exc.name
+        ) from exc
 
     # moto needs some credentials and a region; real ones are never sent anywhere.
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -97,11 +119,13 @@ def start_local_endpoint(port: int = 0, *, serialize: bool = True) -> LocalEndpo
     return LocalEndpoint(f"http://127.0.0.1:{bound}", server=server, thread=thread)
 
 
-def spawn_local_endpoint(*, serialize: bool = True, timeout: float = 30.0) -> LocalEndpoint:
+def spawn_local_endpoint(*, serialize: bool = True, demo_targets: bool = False, timeout: float = 30.0) -> LocalEndpoint:
     """The same endpoint in a child process: its work does not compete for this process's GIL
     (several times faster when this process runs busy worker threads), and it dies with ``stop()``.
+    With ``demo_targets``, the lines it prints after the URL are left to read on ``process.stdout``.
     """
-    args = [sys.executable, "-m", "hexeract_scheduler.local"] + ([] if serialize else ["--concurrent"])
+    args = [sys.executable, "-m", "hexeract_scheduler.local"]
+    args += ([] if serialize else ["--concurrent"]) + (["--demo-targets"] if demo_targets else [])
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     return LocalEndpoint(_first_line(process, timeout, "moto"), process=process)
 
@@ -146,17 +170,61 @@ def _first_line(process: subprocess.Popen[str], timeout: float, what: str, error
     return line
 
 
-def main() -> None:
-    """``python -m hexeract_scheduler.local [--port N] [--concurrent]``: print the URL, serve."""
-    import argparse
+def create_demo_targets(url: str) -> tuple[str, str]:
+    """Create (idempotently) the queue and topic the README's tour and the demo send to, on the
+    endpoint at ``url``; return the queue's URL and the topic's ARN."""
+    from .aws import ClientFactory, Connection
+
+    clients = ClientFactory(Connection.parse(url))
+    queue_url = clients.sqs().create_queue(QueueName=DEMO_QUEUE)["QueueUrl"]
+    topic_arn = clients.sns().create_topic(Name=DEMO_TOPIC)["TopicArn"]
+    return queue_url, topic_arn
+
+
+def export_lines(url: str, queue_url: str, topic_arn: str) -> list[str]:
+    """Shell lines that, pasted into another terminal, point ``hexeract`` at this endpoint and
+    define ``QUEUE_URL`` and ``TOPIC_ARN``; with a ``PATH`` line first when this interpreter's
+    directory holds the ``hexeract`` script (a venv's bin: not on a new terminal's PATH)."""
+    lines = []
+    bin_dir = Path(sys.executable).parent  # not resolved: a venv's python is a link out of it
+    if (bin_dir / "hexeract").exists():
+        lines.append(f'export PATH={shlex.quote(str(bin_dir.absolute()))}:"$PATH"')
+    lines.append(
+        f"export HEXERACT_CONN={shlex.quote(url)} QUEUE_URL={shlex.quote(queue_url)} TOPIC_ARN={shlex.quote(topic_arn)}"
+    )
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the URL (always the first line: :func:`spawn_local_endpoint` reads it), and with
+    ``--demo-targets`` the export lines for the queue and topic it created; serve until Ctrl-C,
+    SIGTERM, or the parent process exits."""
     import signal
 
-    parser = argparse.ArgumentParser(description="A local AWS endpoint (moto) on 127.0.0.1.")
-    parser.add_argument("--port", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="A local AWS endpoint (moto: DynamoDB, SQS, SNS) on 127.0.0.1."
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free one)")
     parser.add_argument("--concurrent", action="store_true", help="do not serialise requests")
-    opts = parser.parse_args()
-    endpoint = start_local_endpoint(opts.port, serialize=not opts.concurrent)
+    parser.add_argument(
+        "--demo-targets",
+        action="store_true",
+        help=f"create a queue ({DEMO_QUEUE}) and a topic ({DEMO_TOPIC}) and print shell lines exporting "
+        "HEXERACT_CONN, QUEUE_URL and TOPIC_ARN",
+    )
+    opts = parser.parse_args(argv)
+    try:
+        endpoint = start_local_endpoint(opts.port, serialize=not opts.concurrent)
+    except MissingLocalExtra as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        sys.exit(2)
     print(endpoint.url, flush=True)
+    if opts.demo_targets:
+        queue_url, topic_arn = create_demo_targets(endpoint.url)
+        print(f"# created queue {DEMO_QUEUE} and topic {DEMO_TOPIC}; paste into another terminal:")
+        for line in export_lines(endpoint.url, queue_url, topic_arn):
+            print(line)
+        print("# serving until Ctrl-C", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     parent = os.getppid()
