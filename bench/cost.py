@@ -1,20 +1,29 @@
 """Cost per delivered occurrence: DynamoDB capacity units computed from item sizes (no AWS needed).
 
-The items and update expressions mirror ``hexeract_scheduler.dynamo`` step by step (insert, claim, mark_delivered,
-reschedule, mark_failed, mark_dead_lettered), with DynamoDB's documented accounting:
+The items are the ones ``hexeract_scheduler.dynamo`` writes (``codec.item_of``: the schedule's
+item, and its payload's own item when the payload is stored apart), and every later step mirrors
+the store's update expressions (claim, mark_delivered, reschedule, mark_failed,
+mark_dead_lettered), with DynamoDB's documented accounting:
 
 * item size = Σ (attribute name bytes + value bytes); a string is its UTF-8 length, binary its
   length, a number 1 byte + 1 per two significant digits;
 * a write costs ⌈size / 1 KB⌉ WRU, and an UpdateItem is charged on the larger of the item before
   and after; a failed conditional write is still charged (⌈existing size / 1 KB⌉, at least 1);
-* each GSI write costs ⌈entry / 1 KB⌉ WRU, entry = table key + index keys + 100 bytes
-  (all three indexes are KEYS_ONLY, so 1 WRU): entering the index = 1 put, leaving = 1 delete,
-  changing an index key = delete + put = 2;
-* a Query on a GSI is eventually consistent: 0.5 RRU per 4 KB returned, at least 0.5 per Query.
+* each GSI write costs ⌈entry / 1 KB⌉ WRU, entry = table key + index keys + projected attributes
+  + 100 bytes (the due index projects ``leased_until``, the dead-letter index keys only): entering
+  the index = 1 put, leaving = 1 delete, changing an index key = delete + put = 2, changing only a
+  projected attribute = 1 (the entry is updated in place); a write that changes neither costs the
+  index nothing;
+* a Query on a GSI is eventually consistent: 0.5 RRU per 4 KB returned, at least 0.5 per Query;
+* the claim path reads the payloads stored apart with one eventually consistent BatchGetItem per
+  batch, charged per item: 0.5 RRU per 4 KB of each item (a payload item written a moment ago
+  and not yet seen is read again, consistently: rare, not counted).
 
 Prices assumed (on-demand, us-east-1, 2025): $0.625 per million WRU, $0.125 per million RRU;
 EventBridge Scheduler $1.00 per million invocations (beyond the 14 million free each month);
 SQS standard $0.40 per million requests, each 64 KB of a request billed as one request.
+
+tests/functional/test_write_units.py checks these figures against the items a real run writes.
 
     .venv/bin/python -m bench.cost
 """
@@ -22,9 +31,14 @@ SQS standard $0.40 per million requests, each 64 KB of a request billed as one r
 from __future__ import annotations
 
 import math
-import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
+
+from hexeract_scheduler.clock import UTC
+from hexeract_scheduler.dynamo import table_definition
+from hexeract_scheduler.dynamo.codec import NewItems, item_of, item_size
+from hexeract_scheduler.model import ScheduledMessage
 
 WRU_USD = 0.625e-6
 RRU_USD = 0.125e-6
@@ -37,38 +51,57 @@ BATCH = 10
 POLL_S = 0.1
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orders-reminders"
 ERROR = "AWS.SimpleQueueService.NonExistentQueue: The specified queue does not exist."
-# (name, hash key, range key) of each index (table_definition)
-GSIS = (
-    ("due-index", "due_shard", "due_at"),
-    ("dead-letter-index", "dl_pk", "dead_lettered_at"),
-)
+TOKEN = "f" * 32
+LEASE_MS = 300_000
+SIZES = (100, 4 * KB, 64 * KB)
+KINDS = ("one-shot", "recurring", "retried once", "dead-lettered (5 attempts)")
 
-Item = dict[str, tuple[str, Any]]
-
-
-def n(v: int) -> tuple[str, Any]:
-    return ("N", v)
+Item = dict[str, Any]  # wire form: {"name": {"S": "..."}}
 
 
-def s(v: str) -> tuple[str, Any]:
-    return ("S", v)
+@dataclass(frozen=True)
+class Index:
+    name: str
+    keys: tuple[str, str]
+    projected: tuple[str, ...]
 
 
-def value_size(kind: str, v: Any) -> int:
-    if kind == "S":
-        return len(v.encode())
-    if kind == "B":
-        return len(v)
-    digits = str(abs(int(v))).strip("0") or "0"
-    return 1 + math.ceil(len(digits) / 2)
+def indexes(definition: dict[str, Any] | None = None) -> tuple[Index, ...]:
+    """The GSIs of ``table_definition``: keys and projected non-key attributes."""
+    out = []
+    for g in (definition or table_definition())["GlobalSecondaryIndexes"]:
+        keys = tuple(k["AttributeName"] for k in g["KeySchema"])
+        out.append(Index(g["IndexName"], (keys[0], keys[1]), tuple(g["Projection"].get("NonKeyAttributes", ()))))
+    return tuple(out)
 
 
-def item_size(item: Item) -> int:
-    return sum(len(k.encode()) + value_size(*v) for k, v in item.items())
+def entry(item: Item, index: Index) -> Item | None:
+    """The index entry an item has (table key, index keys, projected attributes), if any."""
+    if not all(k in item for k in index.keys):
+        return None
+    names = ("schedule_id", *index.keys, *index.projected)
+    return {k: item[k] for k in names if k in item}
 
 
-def index_entry_size(item: Item, hk: str, rk: str) -> int:
-    return sum(len(k) + value_size(*item[k]) for k in ("schedule_id", hk, rk)) + 100
+def index_wru(before: Item, after: Item, index: Index) -> tuple[int, str]:
+    """What one write costs in one index: put, delete, key change, in-place change, or nothing."""
+
+    def units(e: Item) -> int:
+        return math.ceil((item_size(e) + 100) / KB)
+
+    old, new = entry(before, index), entry(after, index)
+    if old is None and new is None:
+        return 0, ""
+    if old is None:
+        assert new is not None
+        return units(new), f"{index.name} put"
+    if new is None:
+        return units(old), f"{index.name} delete"
+    if any(old[k] != new[k] for k in index.keys):
+        return units(old) + units(new), f"{index.name} key change (delete+put)"
+    if old != new:
+        return units(new), f"{index.name} in-place update ({', '.join(index.projected)})"
+    return 0, ""
 
 
 @dataclass
@@ -77,131 +110,112 @@ class Step:
     wru_table: int
     wru_index: int
     detail: str
+    rru: float = 0.0
 
     @property
     def wru(self) -> int:
         return self.wru_table + self.wru_index
 
 
-def apply(item: Item, name: str, set_: Item, remove: tuple[str, ...] = ()) -> tuple[Item, Step]:
-    """One UpdateItem (or PutItem when ``item`` is empty): the new item and what it costs."""
-    new = {k: v for k, v in item.items() if k not in remove}
-    new.update(set_)
-    table = math.ceil(max(item_size(item), item_size(new)) / KB)
-    idx = 0
-    notes = []
-    for gsi, hk, rk in GSIS:
-        before = hk in item and rk in item
-        after = hk in new and rk in new
-        if before and after and (item[hk], item[rk]) != (new[hk], new[rk]):
-            w = 2 * math.ceil(index_entry_size(new, hk, rk) / KB)
-            notes.append(f"{gsi} key change (delete+put)")
-        elif before != after:
-            w = math.ceil(index_entry_size(new if after else item, hk, rk) / KB)
-            notes.append(f"{gsi} {'put' if after else 'delete'}")
-        else:
-            w = 0
-        idx += w
-    return new, Step(name, table, idx, ", ".join(notes) or "no index write")
+def write(before: Item, after: Item, name: str) -> Step:
+    """One PutItem (``before`` empty) or UpdateItem, and what it costs."""
+    table = math.ceil(max(item_size(before), item_size(after)) / KB)
+    costs = [index_wru(before, after, i) for i in indexes()]
+    notes = [d for _, d in costs if d]
+    return Step(name, table, sum(w for w, _ in costs), ", ".join(notes) or "no index write")
 
 
-def new_item(payload: int, cron: bool) -> Item:
-    now = 1_767_225_600_000
-    item: Item = {
-        "schedule_id": s(str(uuid.uuid4())),
-        "status": s("pending"),
-        "trigger_kind": s("cron" if cron else "delay"),
-        "target": s(f"sqs:{QUEUE_URL}"),
-        "event_type": s("scheduled"),
-        "payload": ("B", b"x" * payload),
-        "scheduled_for": n(now + 60_000),
-        "due_shard": s("3"),
-        "due_at": n(now + 60_000),
-        "attempts": n(0),
-        "max_attempts": n(5),
-        "created_at": n(now),
-    }
+def update(item: Item, name: str, set_: Item, remove: tuple[str, ...] = ()) -> tuple[Item, Step]:
+    new = {k: v for k, v in item.items() if k not in remove} | set_
+    return new, write(item, new, name)
+
+
+def n(v: int) -> dict[str, str]:
+    return {"N": str(v)}
+
+
+def s(v: str) -> dict[str, str]:
+    return {"S": v}
+
+
+def new_items(payload: int, cron: bool) -> NewItems:
+    """What ``insert`` writes for a schedule with a payload of this many bytes."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    target, body = f"sqs:{QUEUE_URL}", "x" * payload
     if cron:
-        item["cron"] = s("*/5 * * * *")
-    return item
+        message = ScheduledMessage.cron(target, "*/5 * * * *", payload=body)
+    else:
+        message = ScheduledMessage.delay(target, at=now + timedelta(minutes=1), payload=body)
+    return item_of(message, message.trigger.first_due(now), "3", now)
 
 
 LEAVE = ("due_shard", "due_at", "leased_until", "lease_token")
 
 
-def claim(item: Item, attempt: int, t: int) -> tuple[Item, Step]:
-    return apply(
-        item,
-        "claim (UpdateItem)",
-        {"attempts": n(attempt), "leased_until": n(t + 300_000), "due_at": n(t + 300_000), "lease_token": s("f" * 32)},
+def claim(item: Item, t: int, payload_item: Item | None) -> tuple[Item, Step]:
+    """CLAIM, plus the claim path's read of a payload stored apart."""
+    attempt = int(item["attempts"]["N"]) + 1
+    item, st = update(
+        item, "claim (UpdateItem)", {"attempts": n(attempt), "leased_until": n(t + LEASE_MS), "lease_token": s(TOKEN)}
     )
+    if payload_item is not None:
+        st.rru = 0.5 * math.ceil(item_size(payload_item) / (4 * KB))
+    return item, st
 
 
 def mark_failed(item: Item, retry_at: int) -> tuple[Item, Step]:
-    return apply(
-        item,
-        "mark_failed",
-        {"last_error": s(ERROR), "leased_until": n(retry_at), "due_at": n(retry_at)},
-        ("lease_token",),
-    )
+    set_ = {"last_error": s(ERROR), "leased_until": n(retry_at), "due_at": n(retry_at)}
+    return update(item, "mark_failed", set_, ("lease_token",))
 
 
 def scenario(kind: str, payload: int) -> dict[str, Any]:
     t = 1_767_225_660_123
-    item, put = apply({}, "insert (PutItem)", new_item(payload, kind == "recurring"))
+    new = new_items(payload, kind == "recurring")
+    create: list[Step] = []
+    if new.payload is not None:
+        create.append(write({}, new.payload, "insert: payload item (PutItem)"))
+    item = new.schedule
+    create.append(write({}, item, "insert (PutItem)"))
     steps: list[Step] = []
-    if kind == "retried once":
-        item, st = claim(item, 1, t)
+    attempts = 5 if kind.startswith("dead-lettered") else 2 if kind == "retried once" else 1
+    for a in range(1, attempts + 1):
+        item, st = claim(item, t, new.payload)
         steps.append(st)
-        item, st = mark_failed(item, t + 2_000)
-        steps.append(st)
-        t += 2_000
-    if kind == "dead-lettered (5 attempts)":
-        for a in range(1, 5):
-            item, st = claim(item, a, t)
+        if a < attempts:
+            item, st = mark_failed(item, t + 2_000)
             steps.append(st)
-            item, st = mark_failed(item, t + 9)
-            steps.append(st)
-        item, st = claim(item, 5, t)
-        steps.append(st)
-        item, st = apply(
-            item,
-            "mark_dead_lettered",
-            {"status": s("dead_lettered"), "last_error": s(ERROR), "dead_lettered_at": n(t), "dl_pk": s("dead")},
-            LEAVE,
-        )
-        steps.append(st)
+            t += 2_000
+    if kind.startswith("dead-lettered"):
+        set_ = {"status": s("dead_lettered"), "last_error": s(ERROR), "dead_lettered_at": n(t), "dl_pk": s("dead")}
+        item, st = update(item, "mark_dead_lettered", set_, LEAVE)
+    elif kind == "recurring":
+        set_ = {"scheduled_for": n(t + 600_000), "due_at": n(t + 600_000), "attempts": n(0)}
+        item, st = update(item, "reschedule", set_, ("leased_until", "lease_token", "last_error"))
     else:
-        item, st = claim(item, 2 if kind == "retried once" else 1, t)
-        steps.append(st)
-        if kind == "recurring":
-            item, st = apply(
-                item,
-                "reschedule",
-                {"scheduled_for": n(t + 600_000), "due_at": n(t + 600_000), "attempts": n(0)},
-                ("leased_until", "lease_token", "last_error"),
-            )
-        else:
-            item, st = apply(item, "mark_delivered", {"status": s("delivered")}, (*LEAVE, "last_error"))
-        steps.append(st)
+        item, st = update(item, "mark_delivered", {"status": s("delivered")}, LEAVE)
+    steps.append(st)
     claims = sum(1 for st in steps if st.name.startswith("claim"))
     # Backlog mode: each cycle queries every shard once and claims up to BATCH occurrences.
     queries = claims * SHARDS / BATCH
-    rru = queries * 0.5
+    rru = queries * 0.5 + sum(st.rru for st in steps)
     dispatch_wru = sum(st.wru for st in steps)
-    create_wru = put.wru if kind != "recurring" else 0
+    insert_wru = sum(st.wru for st in create)
+    create_wru = insert_wru if kind != "recurring" else 0  # a recurring schedule's insert serves every occurrence
     dynamo_usd = (dispatch_wru + create_wru) * WRU_USD + rru * RRU_USD
     chunks = max(1, math.ceil((payload + 300) / (64 * KB)))
     sqs_requests = claims * (chunks if payload + 300 > 256 * KB / BATCH else 1 / BATCH)
     return {
         "scenario": kind,
         "payload_bytes": payload,
-        "item_bytes": item_size(new_item(payload, kind == "recurring")),
+        "item_bytes": item_size(new.schedule),
+        "payload_item_bytes": item_size(new.payload) if new.payload is not None else 0,
+        "insert_wru": insert_wru,
         "create_wru": create_wru,
         "dispatch_wru": dispatch_wru,
         "rru": rru,
         "steps": [
-            {"step": st.name, "wru_table": st.wru_table, "wru_index": st.wru_index, "index": st.detail} for st in steps
+            {"step": st.name, "wru_table": st.wru_table, "wru_index": st.wru_index, "index": st.detail, "rru": st.rru}
+            for st in [*create, *steps]
         ],
         "dynamodb_usd_per_million": round(dynamo_usd * 1e6, 3),
         "vs_eventbridge": round(dynamo_usd / EVENTBRIDGE_USD, 2),
@@ -211,28 +225,31 @@ def scenario(kind: str, payload: int) -> dict[str, Any]:
 
 
 def failed_conditional_wru(payload: int) -> int:
-    return max(1, math.ceil(item_size(new_item(payload, False)) / KB))
+    return max(1, math.ceil(item_size(new_items(payload, False).schedule) / KB))
 
 
 def main() -> None:
     from .common import write_result
 
-    rows = [
-        scenario(kind, p)
-        for kind in ("one-shot", "recurring", "retried once", "dead-lettered (5 attempts)")
-        for p in (100, 4 * KB, 64 * KB)
-    ]
+    rows = [scenario(kind, p) for kind in KINDS for p in SIZES]
     print("DynamoDB cost per occurrence (on-demand: $0.625/M WRU, $0.125/M RRU; EventBridge Scheduler $1.00/M)")
-    print(f"{'scenario':<28}{'payload':>8}{'item B':>8}{'create':>8}{'dispatch':>9}{'RRU':>6}{'$/M occ':>9}{'x EB':>7}")
+    print(
+        f"{'scenario':<28}{'payload':>8}{'item B':>8}{'apart B':>8}{'insert':>8}{'create':>8}{'dispatch':>9}"
+        f"{'RRU':>6}{'$/M occ':>9}{'x EB':>7}"
+    )
     for r in rows:
         print(
-            f"{r['scenario']:<28}{r['payload_bytes']:>8}{r['item_bytes']:>8}{r['create_wru']:>8}{r['dispatch_wru']:>9}"
-            f"{r['rru']:>6.2f}{r['dynamodb_usd_per_million']:>9.2f}{r['vs_eventbridge']:>7.2f}"
+            f"{r['scenario']:<28}{r['payload_bytes']:>8}{r['item_bytes']:>8}{r['payload_item_bytes']:>8}"
+            f"{r['insert_wru']:>8}{r['create_wru']:>8}{r['dispatch_wru']:>9}{r['rru']:>6.2f}"
+            f"{r['dynamodb_usd_per_million']:>9.2f}{r['vs_eventbridge']:>7.2f}"
         )
-    small = rows[0]
-    print("one-shot, 100 B, step by step:")
-    for st in small["steps"]:
-        print(f"    {st['step']:<22} table {st['wru_table']} WRU + index {st['wru_index']} WRU ({st['index']})")
+    print("(create: the insert's WRU charged to each occurrence; a recurring schedule's insert serves them all)")
+    for r in (rows[0], rows[2]):
+        print(f"{r['scenario']}, {r['payload_bytes']} B, step by step:")
+        for st in r["steps"]:
+            read = f", read {st['rru']} RRU" if st["rru"] else ""
+            units = f"table {st['wru_table']} WRU + index {st['wru_index']} WRU"
+            print(f"    {st['step']:<32} {units} ({st['index']}{read})")
     idle_rru_month = SHARDS / POLL_S * 0.5 * 86_400 * 30
     print(
         f"fixed cost of polling (one dispatcher, {SHARDS} shards every {POLL_S * 1000:.0f} ms, "

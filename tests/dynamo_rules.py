@@ -80,6 +80,12 @@ MIN_NUMBER, MAX_NUMBER = Decimal("1E-130"), Decimal("9.9999999999999999999999999
 # API BatchWriteItem: rejected when "There are more than 25 requests in the batch."
 # API TransactWriteItems: "groups up to 100 action requests"; TransactGetItems: "up to 100 TransactGetItem".
 MAX_BATCH_GET_KEYS, MAX_BATCH_WRITE_REQUESTS, MAX_TRANSACT_ITEMS = 100, 25, 100
+# API BatchGetItem: "A single operation can retrieve up to 16 MB of data"; past that, or when throttled,
+# the rest comes back in UnprocessedKeys, not as an error: the caller must ask for those keys again (no
+# request rule can see it; the store's bounded retry is tested in tests/functional/test_table_layout.py).
+# A request asking for one key twice is a ValidationException, "Provided list of item keys contains
+# duplicates" (the service's message; moto and dynalite return it alike), and Keys holds 1 to 100 keys
+# (API KeysAndAttributes, Keys: "Array Members: Minimum number of 1 item. Maximum number of 100 items.").
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<name>#[A-Za-z0-9_]+)|(?P<value>:[A-Za-z0-9_]+)|(?P<word>[A-Za-z_][A-Za-z0-9_]*)"
@@ -99,8 +105,9 @@ def check_request(
     reserved words as bare attribute names; malformed update expressions (a clause twice, overlapping
     document paths, a key attribute changed); oversized expressions, keys and items; empty key strings and
     binaries, empty sets, numbers past 38 digits or DynamoDB's range; ``Limit`` below 1; batches and
-    transactions past their item counts; ``ReturnValues``/``ReturnValuesOnConditionCheckFailure`` values the
-    operation does not accept; legacy parameters; a Query with no KeyConditionExpression.
+    transactions past their item counts; a BatchGetItem with no key or a key twice;
+    ``ReturnValues``/``ReturnValuesOnConditionCheckFailure`` values the operation does not accept; legacy
+    parameters; a Query with no KeyConditionExpression.
 
     ``key_attributes`` names the table's key: the first is the partition key, a second one the sort key.
     Expression rules apply per request scope: the request itself, each table entry of a BatchGetItem, each
@@ -123,6 +130,15 @@ def check_request(
         count = sum(len(entry.get("Keys") or ()) for entry in requests.values())
         if count > MAX_BATCH_GET_KEYS:
             problems.append(f"BatchGetItem requests {count} keys; the limit is {MAX_BATCH_GET_KEYS}")
+        for table, entry in requests.items():
+            keys = [_key_identity(k) for k in entry.get("Keys") or ()]
+            if not keys:
+                problems.append(f"BatchGetItem RequestItems[{table}] has no Keys: at least 1 is required")
+            if len(set(keys)) < len(keys):
+                problems.append(
+                    f"BatchGetItem RequestItems[{table}] asks for a key twice: DynamoDB rejects it "
+                    "('Provided list of item keys contains duplicates')"
+                )
     elif operation == "BatchWriteItem":
         count = sum(len(writes) for writes in requests.values())
         if count > MAX_BATCH_WRITE_REQUESTS:
@@ -399,6 +415,15 @@ def _number_problems(number: str) -> list[str]:
     if digits and not MIN_NUMBER <= abs(Decimal(number)) <= MAX_NUMBER:
         return [f"number {number} is outside DynamoDB's range (1E-130 to 9.99...E+125 in magnitude)"]
     return []
+
+
+def _key_identity(key: Mapping[str, Any]) -> tuple[tuple[str, str, bytes], ...]:
+    """A key as a comparable value: (attribute, type, bytes) for each of its attributes."""
+    out = []
+    for name, value in key.items():
+        kind, raw = next(iter(value.items()))
+        out.append((name, kind, _raw_bytes(kind, raw)))
+    return tuple(sorted(out))
 
 
 def _raw_bytes(kind: str, raw: Any) -> bytes:

@@ -3,8 +3,9 @@
 Emulators skip rules that DynamoDB enforces (moto accepted an empty ``ExpressionAttributeNames``
 that DynamoDB refuses, and cron schedules broke on AWS). This test records every DynamoDB request
 the store, the worker, the CLI and the handlers' core make over one lifecycle (table create,
-insert, claim, failure and retry, reschedule, delivery, dead-letter, replay, pause, resume,
-cancel, listings, inspect, the crash sweep) and checks each one with ``tests/dynamo_rules.py``.
+insert, a payload stored apart and read back, claim, failure and retry, reschedule, delivery,
+dead-letter, replay, pause, resume, cancel, listings, inspect, the crash sweep) and checks each
+one with ``tests/dynamo_rules.py``.
 It lives beside the CLI tests for their ``hexeract`` fixture.
 """
 
@@ -76,15 +77,16 @@ def test_every_request_of_a_lifecycle_obeys_dynamodbs_rules(
     cron = ScheduledMessage.cron(queue.target, "* * * * * *", timezone="Europe/Paris")
     failing = ScheduledMessage.delay(broken, at=now, max_attempts=2)
     crashed = ScheduledMessage.delay(queue.target, at=now, max_attempts=1)
-    for message in (one_shot, cron, failing):
+    large = ScheduledMessage.delay(queue.target, at=now, payload=json.dumps({"blob": "x" * 64 * 1024}))
+    for message in (one_shot, cron, failing, large):
         store.insert(message, now)
     worker = make_worker(
         store, clients, clock, retry_base_delay=S, retry_max_delay=10 * S, lease=30 * S, dispatch_timeout=S
     )
 
-    # claim, deliver the one-shot, fail with budget left (a retry 2 s later)
+    # claim, deliver the one-shots (one with its payload stored apart), fail with budget left (a retry 2 s later)
     first = worker.run_once()
-    assert (first.claimed, first.dispatched, first.retried) == (2, 1, 1)
+    assert (first.claimed, first.dispatched, first.retried) == (3, 2, 1)
     # the cron's first instant (reschedule) and the retry, whose last attempt fails (dead-letter)
     clock.advance(2)
     second = worker.run_once()
@@ -116,6 +118,10 @@ def test_every_request_of_a_lifecycle_obeys_dynamodbs_rules(
     handle_dead_letter(store, clock, {"action": "replay", "schedule_id": str(crashed.schedule_id)})
     assert store.inspect(crashed.schedule_id).status is ScheduleStatus.PENDING
 
+    payload_key = f"{large.schedule_id}#payload"
+    assert any(op == "PutItem" and p["Item"]["schedule_id"]["S"] == payload_key for op, p in recorded)
+    payload_reads = [p for op, p in recorded if op == "BatchGetItem" and payload_key in json.dumps(p)]
+    assert len(payload_reads) == 1  # the claimed batch's payloads, in one request
     operations = Counter(op for op, _ in recorded)
     for op in ("CreateTable", "DescribeTable", "PutItem", "GetItem", "UpdateItem", "Query", "BatchGetItem"):
         assert operations[op] > 0, f"the lifecycle made no {op}"

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from hexeract_scheduler import ScheduledMessage, SchedulerWorker, SchedulerWorkerConfig, SystemClock
 from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.dynamo import DynamoScheduleStore
+from hexeract_scheduler.dynamo import DUE_INDEX, DynamoScheduleStore
 from hexeract_scheduler.errors import RetryableError
 from hexeract_scheduler.sinks import Dispatcher
 
@@ -74,7 +74,7 @@ class StaleIndex:
         self.stale: dict[str, Any] | None = None
 
     def query(self, **kwargs: Any) -> Any:
-        if kwargs.get("IndexName") == "due-index" and self.stale is not None:
+        if kwargs.get("IndexName") == DUE_INDEX and self.stale is not None:
             shard = kwargs["ExpressionAttributeValues"][":s"]
             return {"Items": [i for i in self.stale["Items"] if i["due_shard"] == shard]}
         return self._client.query(**kwargs)
@@ -90,7 +90,7 @@ def test_stale_index_entries_are_refused_by_the_claim_condition(store, clients, 
     lagging = DynamoScheduleStore(store.table_name, dynamodb=stale)  # type: ignore[arg-type]
     stale.stale = clients.dynamodb().query(
         TableName=store.table_name,
-        IndexName="due-index",
+        IndexName=DUE_INDEX,
         KeyConditionExpression="due_shard = :s",
         ExpressionAttributeValues={":s": {"S": str(msg.schedule_id.int % 4)}},
     )

@@ -424,6 +424,17 @@ def test_the_dispatcher_policy_allows_every_call_the_dispatcher_makes(load, stor
     assert calls <= policy_actions("DispatcherPolicy"), calls - policy_actions("DispatcherPolicy")
 
 
+def test_the_dispatcher_policy_allows_reading_payloads_stored_apart(load, store, clients, calls):
+    queue = clients.sqs().create_queue(QueueName=f"iam-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    now = datetime.now(UTC)
+    store.insert(ScheduledMessage.delay(f"sqs:{queue}", at=now, payload=json.dumps({"blob": "x" * 4096})), now)
+    calls.clear()
+    app = load("dispatcher", store.table_name)
+    app.lambda_handler(event("dispatcher.json"), FakeContext(30_000))
+    assert "dynamodb:BatchGetItem" in calls
+    assert calls <= policy_actions("DispatcherPolicy"), calls - policy_actions("DispatcherPolicy")
+
+
 def test_the_dead_letter_policy_allows_every_call_the_function_makes(load, store, dead_letter, calls):
     dead, _ = dead_letter
     calls.clear()

@@ -14,11 +14,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from hexeract_scheduler import ScheduledMessage, ScheduleStatus
 from hexeract_scheduler.aws import ClientFactory, Connection
 from hexeract_scheduler.clock import to_ms
 from hexeract_scheduler.dynamo import DynamoScheduleStore, shard_of
+from hexeract_scheduler.dynamo import expressions as x
 
 from ..conftest import Backend, make_worker
 from ..faultproxy import fault_proxy
@@ -58,7 +60,7 @@ def test_a_bad_item_is_isolated_and_every_healthy_schedule_delivered(store, clie
 
     with caplog.at_level(logging.ERROR, logger="hexeract_scheduler"):
         summary = worker.run_once()
-        worker.run_once()  # a stuck item is reported once, not every cycle
+        worker.run_once()  # quarantined once, never seen again
 
     assert summary.dispatched == HEALTHY, summary  # the whole batch, in the same cycle
     assert summary.failed_cycles == 0 and summary.lease_lost == 0
@@ -67,17 +69,12 @@ def test_a_bad_item_is_isolated_and_every_healthy_schedule_delivered(store, clie
         assert store.inspect(m.schedule_id).status is ScheduleStatus.DELIVERED
     key = {"schedule_id": bad["schedule_id"]}
     stored = store.client.get_item(TableName=store.table_name, Key=key, ConsistentRead=True)["Item"]
-    if reason is None:
-        assert (summary.quarantined, summary.unreadable) == (0, 1)
-        assert "due_shard" in stored  # left where it is, never sent
-        assert len([r for r in caplog.records if "left in place" in r.getMessage()]) == 1
-    else:
-        assert (summary.quarantined, summary.unreadable) == (1, 0)
-        assert stored["status"]["S"] == "dead_lettered"
-        assert reason in stored["last_error"]["S"]
-        assert "due_shard" not in stored and stored["dl_pk"]["S"]  # out of the due index, listed as dead
-        [logged] = [r for r in caplog.records if "quarantined" in r.getMessage()]
-        assert logged.item_key == bad["schedule_id"]["S"]  # type: ignore[attr-defined]
+    assert (summary.quarantined, summary.unreadable) == (1, 0)
+    assert stored["status"]["S"] == "dead_lettered"
+    assert reason in stored["last_error"]["S"]
+    assert "due_shard" not in stored and stored["dl_pk"]["S"]  # out of the due index, listed as dead
+    [logged] = [r for r in caplog.records if "quarantined" in r.getMessage()]
+    assert logged.item_key == bad["schedule_id"]["S"]  # type: ignore[attr-defined]
     # The listings show what they can and report what they skipped.
     pending, dead = store.list_pending(), store.list_dead_letter()
     assert all(s.status is not None for s in [*pending, *dead])
@@ -85,16 +82,78 @@ def test_a_bad_item_is_isolated_and_every_healthy_schedule_delivered(store, clie
         assert [k for k, _ in dead.skipped] == ["not-a-uuid"]
 
 
-def test_unclaimable_entries_at_the_head_of_a_shard_starve_nothing_and_the_loop_does_not_spin(clients, clock, queue):
+def test_an_item_due_under_a_lease_in_force_is_in_flight_and_claimed_once_the_lease_ends(
+    store, clients, clock, queue, caplog
+):
+    """A claim leaves ``due_at`` where it is: an item due under a lease in force is one some worker
+    holds (or held, and crashed). Nothing claims, quarantines or reports it before the lease ends;
+    then it is claimed and delivered like any other."""
+    message = ScheduledMessage.delay(queue.target, at=clock.now() - 60 * S)
+    leased = raw_item(store, message, clock.now()) | {"leased_until": {"N": str(to_ms(clock.now() + 30 * S))}}
+    put(store, leased)
+    worker = make_worker(store, clients, clock, poll_interval=S)
+
+    with caplog.at_level(logging.ERROR, logger="hexeract_scheduler"):
+        before = worker.run(cycles=3)
+    assert (before.claimed, before.lost_claims, before.quarantined, before.unreadable) == (0, 0, 0, 0)
+    assert store.inspect(message.schedule_id).attempts == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+    clock.advance(30)
+    after = worker.run_once()
+    assert (after.claimed, after.dispatched) == (1, 1)
+    assert store.inspect(message.schedule_id).status is ScheduleStatus.DELIVERED
+    assert len(queue.receive_all()) == 1
+
+
+def test_entries_in_flight_at_the_head_of_a_shard_starve_nothing(clients, clock, queue):
+    """45 entries due a minute ago, under leases an hour long (in flight with some worker), ahead
+    of 12 healthy ones in a one-shard table: the claims read past them (the index carries
+    ``leased_until``), never try them, and deliver every healthy schedule."""
     store = DynamoScheduleStore(f"hol-{uuid.uuid4().hex[:8]}", dynamodb=clients.dynamodb())
     store.create_table(shards=1)
     template = raw_item(store, ScheduledMessage.delay(queue.target, at=clock.now()), clock.now())
     head = to_ms(clock.now() - 60 * S)
     lease = {"leased_until": {"N": str(to_ms(clock.now() + 3600 * S))}}
-    for _ in range(45):  # due a minute ago, under a lease no claim can take: stuck at the head
+    for _ in range(45):
         put(store, {**template, "schedule_id": {"S": str(uuid.uuid4())}, "due_at": {"N": str(head)}} | lease)
     good = healthy(store, clock, queue)
     worker = make_worker(store, clients, clock, poll_interval=S)
+
+    total = worker.run(cycles=3)
+    assert total.dispatched == HEALTHY
+    assert (total.lost_claims, total.unreadable, total.quarantined) == (0, 0, 0)  # never even tried
+    assert all(store.inspect(m.schedule_id).status is ScheduleStatus.DELIVERED for m in good)
+
+
+class RefusedQuarantine:
+    """A DynamoDB client that refuses every quarantining write, as DynamoDB refuses a write no
+    item can take (one that would grow a hand-written item past 400 KB, a denied action)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def update_item(self, **kwargs: Any) -> Any:
+        if kwargs.get("ConditionExpression") == x.QUARANTINE_CONDITION:
+            raise ClientError({"Error": {"Code": "ValidationException", "Message": "refused"}}, "UpdateItem")
+        return self._client.update_item(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def test_stuck_entries_at_the_head_of_a_shard_starve_nothing_and_the_loop_does_not_spin(clients, clock, queue):
+    """Items no write can take (unreadable, and their quarantine refused) at the head of a shard:
+    each is reported once, then read past; every healthy schedule behind them is delivered."""
+    store = DynamoScheduleStore(f"hol-{uuid.uuid4().hex[:8]}", dynamodb=clients.dynamodb())
+    store.create_table(shards=1)
+    template = raw_item(store, ScheduledMessage.delay(queue.target, at=clock.now()), clock.now())
+    head = to_ms(clock.now() - 60 * S)
+    for i in range(45):  # due a minute ago, not UUIDs: straight to quarantine, which is refused
+        put(store, {**template, "schedule_id": {"S": f"stuck-{i:02}"}, "due_at": {"N": str(head)}})
+    good = healthy(store, clock, queue)
+    refusing = DynamoScheduleStore(store.table_name, dynamodb=RefusedQuarantine(store.client))  # type: ignore[arg-type]
+    worker = make_worker(refusing, clients, clock, poll_interval=S)
 
     total = worker.run(cycles=12)
     assert total.dispatched == HEALTHY
@@ -102,7 +161,7 @@ def test_unclaimable_entries_at_the_head_of_a_shard_starve_nothing_and_the_loop_
     assert all(store.inspect(m.schedule_id).status is ScheduleStatus.DELIVERED for m in good)
 
 
-def test_only_stuck_entries_make_the_loop_wait_not_spin(clients, clock, queue, store):
+def test_only_entries_in_flight_make_the_loop_wait_not_spin(clients, clock, queue, store):
     template = raw_item(store, ScheduledMessage.delay(queue.target, at=clock.now()), clock.now())
     for _ in range(15):
         sid = uuid.uuid4()
@@ -114,7 +173,7 @@ def test_only_stuck_entries_make_the_loop_wait_not_spin(clients, clock, queue, s
     worker = make_worker(store, clients, clock, poll_interval=S)
     start = clock.monotonic()
     total = worker.run(cycles=5)
-    assert total.claimed == 0
+    assert total.claimed == 0 and total.lost_claims == 0
     assert clock.monotonic() - start >= 4.0  # 4 waits of a poll interval, not 4 x 5 ms
 
 

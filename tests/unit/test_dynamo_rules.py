@@ -96,7 +96,11 @@ WELL_FORMED: list[tuple[str, dict[str, Any]]] = [
         "BatchGetItem",
         {
             "RequestItems": {
-                T: {"Keys": [KEY] * 100, "ProjectionExpression": "#st", "ExpressionAttributeNames": {"#st": "status"}}
+                T: {
+                    "Keys": [{"schedule_id": s(f"k{i}")} for i in range(100)],
+                    "ProjectionExpression": "#st",
+                    "ExpressionAttributeNames": {"#st": "status"},
+                }
             }
         },
     ),
@@ -409,7 +413,11 @@ def test_limit_is_at_least_1() -> None:
 
 
 def test_batch_and_transaction_sizes() -> None:
-    keys = {"RequestItems": {"a": {"Keys": [KEY] * 60}, "b": {"Keys": [KEY] * 41}}}
+    keys = {
+        "RequestItems": {
+            t: {"Keys": [{"schedule_id": s(f"k{i}")} for i in range(c)]} for t, c in (("a", 60), ("b", 41))
+        }
+    }
     only(check_request("BatchGetItem", keys), "101 keys", "100")
     writes = {"RequestItems": {"a": [{"DeleteRequest": {"Key": KEY}}] * 20, "b": [{"DeleteRequest": {"Key": KEY}}] * 6}}
     only(check_request("BatchWriteItem", writes), "26 requests", "25")
@@ -417,6 +425,16 @@ def test_batch_and_transaction_sizes() -> None:
     only(check_request("TransactWriteItems", {"TransactItems": [check] * 101}), "101 actions", "100")
     gets = {"TransactItems": [{"Get": {"TableName": T, "Key": KEY}}] * 101}
     only(check_request("TransactGetItems", gets), "101 actions")
+
+
+def test_a_batch_get_asks_for_each_key_once_and_for_at_least_one() -> None:
+    twice = {"RequestItems": {"a": {"Keys": [KEY, {"schedule_id": s("other")}, KEY]}, "b": {"Keys": [KEY]}}}
+    only(check_request("BatchGetItem", twice), "RequestItems[a]", "duplicates")
+    binary = {"RequestItems": {"a": {"Keys": [{"k": {"B": b"x"}}, {"k": {"B": b"x"}}]}}}
+    only(check_request("BatchGetItem", binary, ("k",)), "duplicates")
+    same_text_other_type = {"RequestItems": {"a": {"Keys": [{"k": {"B": b"1"}}, {"k": {"S": "1"}}]}}}
+    assert check_request("BatchGetItem", same_text_other_type, ("k",)) == []
+    only(check_request("BatchGetItem", {"RequestItems": {"a": {"Keys": []}}}), "RequestItems[a]", "no Keys")
 
 
 # -- parameters ----------------------------------------------------------------------------------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -28,17 +26,34 @@ class AdminOps(DynamoBase):
     """The ``ScheduleAdmin`` half of the DynamoDB store."""
 
     def insert(self, message: ScheduledMessage, now: datetime) -> ScheduleSnapshot:
-        """Store a new pending schedule; its first occurrence is due at the trigger's first instant."""
+        """Store a new pending schedule; its first occurrence is due at the trigger's first instant.
+
+        A payload too large for the schedule's item to stay within one write unit is written
+        first, in an item of its own (``codec.item_of``), then the schedule's item: never a
+        schedule without its payload. Two single-item writes, not a transaction (dynalite, the
+        suite's strict DynamoDB, has none): an insert that fails between them leaves a payload
+        item no schedule names, which is harmless (no index or listing sees it, and a retried
+        insert of the same message writes it again).
+        """
         first = message.trigger.first_due(now)
         with aws_errors(f"adding schedule {message.schedule_id} to {self.name}"):
-            item = item_of(message, first, due_partition(message.schedule_id, self._shard_count()), now)
+            items = item_of(message, first, due_partition(message.schedule_id, self._shard_count()), now)
             try:
-                self.client.put_item(TableName=self.table_name, Item=item, ConditionExpression=x.INSERT_CONDITION)
+                if items.payload is not None:
+                    self.client.put_item(
+                        TableName=self.table_name,
+                        Item=items.payload,
+                        ConditionExpression=x.PAYLOAD_CONDITION,
+                        ExpressionAttributeValues={":payload": items.payload["payload"]},
+                    )
+                self.client.put_item(
+                    TableName=self.table_name, Item=items.schedule, ConditionExpression=x.INSERT_CONDITION
+                )
             except ClientError as exc:
                 if error_code(exc) == "ConditionalCheckFailedException":
                     raise InvalidInput(f"schedule {message.schedule_id} already exists") from None
                 raise
-        return snapshot_of(item)
+        return snapshot_of(items.schedule)
 
     def inspect(self, schedule_id: uuid.UUID | str) -> ScheduleSnapshot | None:
         """The schedule as stored, or None if there is no such schedule."""
@@ -136,9 +151,11 @@ class AdminOps(DynamoBase):
         partitions = [str(i) for i in range(count)] + [f"{PAUSED_PREFIX}{i}" for i in range(count)]
 
         def entries(window: int) -> list[DueEntry]:
-            per_partition = [self._query_keys(DUE_INDEX, "due_shard", p, window, forward=True) for p in partitions]
-            merged = heapq.merge(*per_partition, key=lambda e: (e.due_at_ms, e.key))
-            return list(itertools.islice(merged, window))  # read only the items that can be listed
+            # An entry in flight is next attempted when its lease ends, later than its due_at, the
+            # order each partition is read in: ``_query_keys`` reads each partition until it holds
+            # ``window`` entries not in flight, which holds its soonest ``window`` by next attempt.
+            read = [e for p in partitions for e in self._query_keys(DUE_INDEX, "due_shard", p, window, forward=True)]
+            return sorted(read, key=lambda e: (e.available_at_ms, e.key))[:window]  # read only what can be listed
 
         rows = self._listing(entries, limit, (ScheduleStatus.PENDING, ScheduleStatus.PAUSED), what)
         return Listing(sorted(rows, key=lambda r: (r.next_attempt, str(r.schedule_id))), rows.skipped)
@@ -186,8 +203,11 @@ class AdminOps(DynamoBase):
             window *= 2
 
     def _query_keys(self, index: str, pk: str, value: str, limit: int, *, forward: bool) -> list[DueEntry]:
+        """Entries of one partition in index order: ``limit`` of them, not counting entries in
+        flight (under a lease that ends after their ``due_at``), or all there are."""
         sort_key = {DEAD_LETTER_INDEX: "dead_lettered_at", DUE_INDEX: "due_at"}[index]
         out: list[DueEntry] = []
+        in_flight = 0
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
             "IndexName": index,
@@ -196,10 +216,11 @@ class AdminOps(DynamoBase):
             "ExpressionAttributeValues": {":v": s(value)},
             "ScanIndexForward": forward,
         }
-        while len(out) < limit:
-            page = self.client.query(Limit=limit - len(out), **kwargs)
-            entries = (entry_of(i, value, sort_key) for i in page.get("Items", []))
-            out += [e for e in entries if e is not None]
+        while len(out) - in_flight < limit:
+            page = self.client.query(Limit=limit - len(out) + in_flight, **kwargs)
+            entries = [e for i in page.get("Items", []) if (e := entry_of(i, value, sort_key)) is not None]
+            out += entries
+            in_flight += sum(e.available_at_ms > e.due_at_ms for e in entries)
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -1,10 +1,10 @@
-"""The worker's path through the table: find due entries, claim them, settle each with a fenced
-acknowledgement; sweep crash-exhausted schedules and quarantine unreadable items on the way."""
+"""The worker's path through the table: find due entries, claim them, fetch the payloads stored
+apart, settle each with a fenced acknowledgement; sweep crash-exhausted schedules and quarantine
+unreadable items on the way."""
 
 from __future__ import annotations
 
 import enum
-import heapq
 import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -20,22 +20,23 @@ from ..contract import CRASH_EXHAUSTED, ClaimBatch, short_error
 from ..errors import HexeractError, RetryableError, UnreadableItem
 from ..model import LeasedOccurrence, ScheduleStatus
 from . import expressions as x
-from .base import DynamoBase
-from .codec import DueEntry, ItemReader, entry_of, key, occurrence_of
+from .codec import DueEntry, ItemReader, entry_of, key, occurrence_of, payload_ref
 from .expressions import dead_values, n, names, s
+from .payloads import PayloadReads
 from .schema import DUE_INDEX, PAUSED_PREFIX
 
-# Due entries read per claim: keys-only index entries are tiny, so a few batches' worth costs no
-# more read units than one, and gives racing workers room to pick different items.
+# Due entries read per claim: index entries are tiny (keys and leased_until), so a few batches'
+# worth costs no more read units than one, and gives racing workers room to pick different items.
 CANDIDATES_PER_CLAIM = 4
-# How many more index pages a claim reads past entries known to be stuck.
+# How many more index pages a claim reads past entries it cannot use: in flight with a worker
+# past the look-ahead, or known to be stuck.
 MAX_PAGES_PAST_STUCK = 4
 
 
 class ClaimRefusal(enum.Enum):
     """Why a claim did not apply (a domain outcome, not an error)."""
 
-    LOST = "lost"  # someone else holds or finished it, or the index entry was stale
+    LOST = "lost"  # someone else holds (its lease is in force) or finished it, or the entry was stale
     EXHAUSTED = "exhausted"  # pending, budget used up by crashed workers, lease expired: sweep it
     STUCK = "stuck"  # due in a worker partition, but no claim can ever take it: quarantine it
     UNREADABLE = "unreadable"  # an unreadable item, now quarantined (dead-lettered with the reason)
@@ -47,7 +48,17 @@ class Refusal:
     reason: str = ""
 
 
-class ClaimOps(DynamoBase):
+@dataclass(frozen=True, slots=True)
+class _Taken:
+    """A claim that applied: the item as the claiming write left it, and the lease it took."""
+
+    schedule_id: uuid.UUID
+    item: dict[str, Any]
+    token: str
+    until: datetime
+
+
+class ClaimOps(PayloadReads):
     """The ``ScheduleStore`` half of the DynamoDB store."""
 
     def find_due(
@@ -59,13 +70,16 @@ class ClaimOps(DynamoBase):
         skip: Collection[str] = (),
         time_left: Callable[[], float | None] | None = None,
     ) -> list[DueEntry]:
-        """Index entries due by ``now + horizon`` in this store's shards, soonest first.
+        """Index entries claimable by ``now + horizon`` in this store's shards, soonest first.
 
-        The index is eventually consistent and KEYS_ONLY: an entry is a hint, and the claim's
-        condition is the truth. An entry whose keys are malformed is dropped (nothing could
-        address it); one whose key is not a UUID is returned for the worker to quarantine.
-        Entries whose key is in ``skip`` (items known to be stuck) are read past, a few pages at
-        most, so they cannot hide the claimable entries behind them.
+        The index is eventually consistent: an entry is a hint, and the claim's condition is the
+        truth. An entry under a lease (``leased_until``, which the index carries) is in flight
+        with a worker and claimable only when the lease ends (``DueEntry.available_at_ms``): within
+        the look-ahead it is returned (not yet due), beyond it it is read past. So are entries
+        whose key is in ``skip`` (items known to be stuck): a few pages at most, so that neither
+        can hide the claimable entries behind them. An entry whose keys are malformed is dropped
+        (nothing could address it); one whose key is not a UUID is returned for the worker to
+        quarantine.
         """
         until = to_ms(now + horizon)
         what = f"finding due schedules in {self.name}"
@@ -83,8 +97,10 @@ class ClaimOps(DynamoBase):
                 for _ in range(MAX_PAGES_PAST_STUCK + 1):
                     page = self.client.query(**kwargs)
                     entries = (entry_of(i, str(shard), "due_at") for i in page.get("Items", []))
-                    out += [e for e in entries if e is not None and e.key not in skip]
-                    if len(out) >= limit or "LastEvaluatedKey" not in page or not skip:
+                    out += [e for e in entries if e is not None and e.key not in skip and e.available_at_ms <= until]
+                    # A full page (one that may have more behind it) with fewer usable entries
+                    # than asked for: some were read past, look behind them.
+                    if len(out) >= limit or "LastEvaluatedKey" not in page:
                         break
                     kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
             return out[:limit]
@@ -93,17 +109,30 @@ class ClaimOps(DynamoBase):
         with aws_errors(what):
             shards = self._read_shard_list()
         results = map_concurrently(self.executor, one, shards, time_left=time_left, late=late)
-        return list(heapq.merge(*results, key=lambda e: e.due_at_ms))
+        return sorted((e for r in results for e in r), key=lambda e: e.available_at_ms)
 
     def claim(self, schedule_id: uuid.UUID, now: datetime, lease: timedelta) -> LeasedOccurrence | Refusal:
         """Claim one occurrence: in one conditional write, check it is pending, due, unleased and
         within budget; increment ``attempts``; stamp a fresh lease token and ``leased_until``.
 
-        ``due_at`` moves to ``leased_until``: if this worker dies, the item is due again exactly
-        when the lease expires, and that re-claim counts against the budget. A claimed item that
-        cannot be read (a missing payload, a stored target that no longer parses) is dead-lettered
-        at once with the reason, under the lease just taken, and reported as UNREADABLE.
+        ``due_at`` stays where it is: while the lease is in force the item is in flight (the due
+        index carries ``leased_until``), and if this worker dies it is due again exactly when the
+        lease expires; that re-claim counts against the budget. A payload stored apart is read
+        (``claim_due`` reads a whole batch's in one request). A claimed item that cannot be read
+        (a missing payload or payload item, a stored target that no longer parses) is
+        dead-lettered at once with the reason, under the lease just taken, and reported as
+        UNREADABLE.
         """
+        taken = self._take(schedule_id, now, lease)
+        if isinstance(taken, Refusal):
+            return taken
+        [outcome] = self._occurrences([taken], now)
+        if isinstance(outcome, HexeractError):
+            raise outcome
+        return outcome
+
+    def _take(self, schedule_id: uuid.UUID, now: datetime, lease: timedelta) -> _Taken | Refusal:
+        """The claiming write alone (see ``claim``)."""
         now_ms = to_ms(now)
         until = from_ms(to_ms(now + lease))
         token = uuid.uuid4().hex
@@ -116,13 +145,50 @@ class ClaimOps(DynamoBase):
         if not result.applied:
             return _refusal(result.item, now_ms)
         assert result.item is not None
-        try:
-            return occurrence_of(result.item, lease_token=token, leased_until=until)
-        except UnreadableItem as bad:
-            quarantined = self._fenced(
-                schedule_id, x.DEAD_LETTER, dead_values(bad.reason, now, token=token), "quarantining", x.FENCE
-            )
-            return Refusal(ClaimRefusal.UNREADABLE if quarantined else ClaimRefusal.LOST, bad.reason)
+        return _Taken(schedule_id, result.item, token, until)
+
+    def _occurrences(
+        self,
+        taken: list[_Taken],
+        now: datetime,
+        time_left: Callable[[], float | None] | None = None,
+    ) -> list[LeasedOccurrence | Refusal | HexeractError]:
+        """The occurrences of claims that applied, in order, with the payloads stored apart read in
+        one ``BatchGetItem`` (only when some claim needs one). An unreadable one is quarantined
+        (UNREADABLE, or LOST if its lease was lost meanwhile); one whose payload could not be read
+        (an AWS error, no answer in the time left) is that error: its lease expires unsent."""
+        refs: dict[int, str] = {}
+        unreadable: dict[int, str] = {}
+        for i, t in enumerate(taken):
+            try:
+                ref = payload_ref(t.item)
+            except UnreadableItem as bad:
+                unreadable[i] = bad.reason
+                continue
+            if ref is not None:
+                refs[i] = ref
+        payloads, failed = self._payload_items(sorted(set(refs.values())), time_left)
+        out: list[LeasedOccurrence | Refusal | HexeractError] = []
+        for i, t in enumerate(taken):
+            if i in refs and refs[i] in failed:
+                out.append(failed[refs[i]])
+                continue
+            reason = unreadable.get(i)
+            if reason is None:
+                try:
+                    out.append(occurrence_of(t.item, lease_token=t.token, leased_until=t.until, payloads=payloads))
+                    continue
+                except UnreadableItem as bad:
+                    reason = bad.reason
+            try:
+                quarantined = self._fenced(
+                    t.schedule_id, x.DEAD_LETTER, dead_values(reason, now, token=t.token), "quarantining", x.FENCE
+                )
+            except HexeractError as exc:
+                out.append(exc)
+                continue
+            out.append(Refusal(ClaimRefusal.UNREADABLE if quarantined else ClaimRefusal.LOST, reason))
+        return out
 
     def claim_due(
         self,
@@ -137,26 +203,28 @@ class ClaimOps(DynamoBase):
         """Find due entries and claim up to ``limit`` of them concurrently (``ScheduleStore``).
 
         Every worker sees the same head of the index: a random pick among the due entries keeps
-        racing workers from spending their claims on the same items. An error on one entry does
-        not drop the others: the claims that landed are returned (else they would sit leased,
-        unsent, until their lease expires, each losing an attempt) and the failed entry stays due;
-        only a batch that got nothing re-raises, so the worker backs off.
+        racing workers from spending their claims on the same items. An entry in flight with
+        another worker is not due until its lease ends (``find_due``). The payloads stored apart
+        of the claims that applied are read in one request. An error on one entry does not drop
+        the others: the claims that landed are returned (else they would sit leased, unsent,
+        until their lease expires, each losing an attempt) and the failed entry stays due; only
+        a batch that got nothing re-raises, so the worker backs off.
         """
         entries = self.find_due(now, limit * CANDIDATES_PER_CLAIM, horizon=horizon, skip=skip, time_left=time_left)
         now_ms = to_ms(now)
-        due = [e for e in entries if e.due_at_ms <= now_ms]
-        later = [e.due_at_ms for e in entries if e.due_at_ms > now_ms]
+        due = [e for e in entries if e.available_at_ms <= now_ms]
+        later = [e.available_at_ms for e in entries if e.available_at_ms > now_ms]
         batch = ClaimBatch(next_due_ms=min(later) if later else None, more_due=len(due) >= limit)
         if len(due) > limit:
             due = self.rng.sample(due, limit)
         errors: list[HexeractError] = []
 
-        def claim_one(e: DueEntry) -> LeasedOccurrence | Refusal | None:
+        def claim_one(e: DueEntry) -> _Taken | Refusal | None:
             try:
                 sid = e.schedule_id
                 if sid is None:
                     return self._quarantine_entry(e, "unreadable item: schedule_id is not a UUID", now)
-                outcome = self.claim(sid, now, lease)
+                outcome = self._take(sid, now, lease)
                 if isinstance(outcome, Refusal) and outcome.kind is ClaimRefusal.EXHAUSTED:
                     return outcome if self.sweep_exhausted(sid, now) else Refusal(ClaimRefusal.LOST)
                 if isinstance(outcome, Refusal) and outcome.kind is ClaimRefusal.STUCK:
@@ -169,12 +237,17 @@ class ClaimOps(DynamoBase):
         def late(e: DueEntry) -> None:
             errors.append(RetryableError(f"claiming {e.key}: no answer within the time left"))
 
-        outcomes = map_concurrently(self.executor, claim_one, due, time_left=time_left, late=late)
-        for entry, outcome in zip(due, outcomes, strict=True):
+        claimed = map_concurrently(self.executor, claim_one, due, time_left=time_left, late=late)
+        taken = [c for c in claimed if isinstance(c, _Taken)]
+        completed = iter(self._occurrences(taken, now, time_left) if taken else [])
+        for entry, claim in zip(due, claimed, strict=True):
+            outcome = next(completed) if isinstance(claim, _Taken) else claim
             if isinstance(outcome, LeasedOccurrence):
                 batch.leased.append(outcome)
             elif outcome is None:
                 continue
+            elif isinstance(outcome, HexeractError):
+                errors.append(outcome)
             elif outcome.kind is ClaimRefusal.EXHAUSTED:
                 batch.swept.append(uuid.UUID(entry.key))
             elif outcome.kind is ClaimRefusal.UNREADABLE:
@@ -236,7 +309,7 @@ class ClaimOps(DynamoBase):
 def _refusal(old: dict[str, Any] | None, now_ms: int) -> Refusal:
     """Why a claim was refused, from the item as it stood (see ``_update``). Only a due item that
     still sits in a worker partition with no live lease can be EXHAUSTED or STUCK; anything else
-    (the entry was stale, another worker holds it) is LOST."""
+    (the entry was stale, another worker holds it under a lease in force) is LOST."""
     if not old:
         return Refusal(ClaimRefusal.LOST)
     r = ItemReader(old)
@@ -249,9 +322,9 @@ def _refusal(old: dict[str, Any] | None, now_ms: int) -> Refusal:
     if shard is None or shard.startswith(PAUSED_PREFIX) or due is None or due > now_ms:
         return Refusal(ClaimRefusal.LOST)
     if leased_until is not None and leased_until > now_ms:
-        # Every write that leases an item moves due_at with leased_until: due now under a lease
-        # in force is a state no worker wrote, and no claim can take it until the lease ends.
-        return Refusal(ClaimRefusal.STUCK, "unreadable item: due while a lease is in force")
+        # A claim leaves due_at where it is: due under a lease in force is in flight with another
+        # worker, claimable again when the lease ends.
+        return Refusal(ClaimRefusal.LOST)
     try:
         if r.status() is not ScheduleStatus.PENDING:
             return Refusal(ClaimRefusal.STUCK, f"unreadable item: status {r.string('status')} in a due partition")

@@ -8,7 +8,9 @@ key and the problem, never a ``KeyError`` or ``ValueError`` that would stop a wo
 
 from __future__ import annotations
 
+import math
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -19,6 +21,7 @@ from ..cron import CronSchedule
 from ..errors import HexeractError, UnreadableItem
 from ..model import LeasedOccurrence, ScheduledMessage, ScheduleSnapshot, ScheduleStatus, Target, Trigger
 from .expressions import n, s
+from .schema import payload_key
 
 # Parsing a stored target or cron (regexes, a croniter evaluation) is on every claim's path; both
 # are immutable, so one parse per distinct value is enough.
@@ -137,10 +140,32 @@ def snapshot_of(item: dict[str, Any]) -> ScheduleSnapshot:
     )
 
 
-def occurrence_of(item: dict[str, Any], *, lease_token: str, leased_until: datetime) -> LeasedOccurrence:
-    """The occurrence a claim just leased, from the item the claiming write returned."""
+def payload_ref(item: dict[str, Any]) -> str | None:
+    """The key of the item holding this schedule's payload, or None if the payload is inline."""
+    return ItemReader(item).string("payload_ref", required=False)
+
+
+def occurrence_of(
+    item: dict[str, Any],
+    *,
+    lease_token: str,
+    leased_until: datetime,
+    payloads: Mapping[str, dict[str, Any]] | None = None,
+) -> LeasedOccurrence:
+    """The occurrence a claim just leased, from the item the claiming write returned; a payload
+    stored apart is taken from ``payloads`` (payload items by key), inline ones from the item."""
     r = ItemReader(item)
-    payload = r.get("payload", "B")
+    ref = r.string("payload_ref", required=False)
+    if ref is None:
+        payload = r.get("payload", "B")
+    else:
+        stored = (payloads or {}).get(ref)
+        if stored is None:
+            raise r.bad("unreadable item: payload item missing")
+        value = stored.get("payload")
+        payload = value.get("B") if isinstance(value, dict) else None
+        if not isinstance(payload, bytes | bytearray):
+            raise r.bad(f"unreadable item: payload item {ref!r} holds no binary payload")
     return LeasedOccurrence(
         schedule_id=r.schedule_id(),
         scheduled_for=r.instant("scheduled_for"),  # type: ignore[arg-type]
@@ -155,8 +180,49 @@ def occurrence_of(item: dict[str, Any], *, lease_token: str, leased_until: datet
     )
 
 
-def item_of(message: ScheduledMessage, first: datetime, due_partition: str, now: datetime) -> dict[str, Any]:
-    """The item ``insert`` writes: pending, due at ``first`` in ``due_partition``."""
+# What a claim and a failed attempt add to an item (the lease's end and token; a last error of
+# up to this many bytes), kept free so that an item with its payload inline is still written for
+# one write unit on the dispatch path. A longer error (up to 1,000 characters) costs one more.
+CLAIM_HEADROOM = len("leased_until") + 8 + len("lease_token") + 32
+ERROR_HEADROOM = len("last_error") + 200
+INLINE_LIMIT = 1024 - CLAIM_HEADROOM - ERROR_HEADROOM
+
+
+def item_size(item: dict[str, Any]) -> int:
+    """An item's size as DynamoDB bills it: per attribute, the name's UTF-8 bytes plus the value's
+    (a string's UTF-8 bytes, a binary's length, a number's 1 byte + 1 per two significant digits)."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: dict[str, Any]) -> int:
+    ((kind, raw),) = value.items()
+    if kind == "S":
+        return len(raw.encode())
+    if kind == "B":
+        return len(raw)
+    if kind == "N":
+        digits = raw.lstrip("-").replace(".", "").strip("0") or "0"
+        return 1 + math.ceil(len(digits) / 2)
+    raise ValueError(f"no size rule for attribute type {kind}")  # the store writes S, B and N only
+
+
+@dataclass(frozen=True, slots=True)
+class NewItems:
+    """What ``insert`` writes: the schedule's item, and its payload's own item if the payload is
+    stored apart (``payload`` None: the payload is inline)."""
+
+    schedule: dict[str, Any]
+    payload: dict[str, Any] | None = None
+
+
+def item_of(message: ScheduledMessage, first: datetime, due_partition: str, now: datetime) -> NewItems:
+    """The items ``insert`` writes: pending, due at ``first`` in ``due_partition``.
+
+    The payload stays in the schedule's item while that item (with room for a lease and an error)
+    fits in one write unit (1 KB); a larger one goes to an item of its own, written once, which
+    the schedule's item names in ``payload_ref``: every claim and ack then writes a small item,
+    whatever the payload's size.
+    """
     item: dict[str, Any] = {
         "schedule_id": s(str(message.schedule_id)),
         "status": s(ScheduleStatus.PENDING.value),
@@ -175,7 +241,12 @@ def item_of(message: ScheduledMessage, first: datetime, due_partition: str, now:
         item["cron"] = s(message.trigger.cron.expression)
         if message.trigger.cron.timezone:
             item["tz"] = s(message.trigger.cron.timezone)
-    return item
+    if item_size(item) <= INLINE_LIMIT:
+        return NewItems(item)
+    ref = payload_key(message.schedule_id)
+    del item["payload"]
+    item["payload_ref"] = s(ref)
+    return NewItems(item, {"schedule_id": s(ref), "payload": {"B": message.payload}})
 
 
 def key(schedule_id: uuid.UUID | str) -> dict[str, Any]:
@@ -186,11 +257,13 @@ def key(schedule_id: uuid.UUID | str) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class DueEntry:
     """One index entry: the item's key as stored (it may not be a UUID: the table can hold items
-    this package did not write), its partition and its instant."""
+    this package did not write), its partition, its instant and, from the due index, the end of
+    the lease it is under, if any."""
 
     key: str
     due_at_ms: int
     shard: str = ""
+    leased_until_ms: int | None = None
 
     @property
     def schedule_id(self) -> uuid.UUID | None:
@@ -199,10 +272,22 @@ class DueEntry:
         except ValueError:
             return None
 
+    @property
+    def available_at_ms(self) -> int:
+        """When a claim can take it: its instant, or the end of the lease it is under (in flight)."""
+        if self.leased_until_ms is not None and self.leased_until_ms > self.due_at_ms:
+            return self.leased_until_ms
+        return self.due_at_ms
+
 
 def entry_of(item: dict[str, Any], partition: str, sort_key: str) -> DueEntry | None:
-    """An index entry, or None if even its keys are malformed (nothing can address it)."""
+    """An index entry, or None if even its keys are malformed (nothing can address it). A
+    ``leased_until`` that is not a number is read as no lease: the claim path looks at the item."""
     try:
-        return DueEntry(item["schedule_id"]["S"], int(item[sort_key]["N"]), partition)
+        entry = DueEntry(item["schedule_id"]["S"], int(item[sort_key]["N"]), partition)
     except (KeyError, TypeError, ValueError):
         return None
+    try:
+        return DueEntry(entry.key, entry.due_at_ms, partition, int(item["leased_until"]["N"]))
+    except (KeyError, TypeError, ValueError):
+        return entry

@@ -35,6 +35,11 @@ INSERT_CONDITION = "attribute_not_exists(schedule_id)"
 EXISTS = "attribute_exists(schedule_id)"
 
 # -- the worker's path -------------------------------------------------------------------------
+# The invariant: due_at is when the occurrence (or its retry, or the next one) is due, and only
+# RETRY, RESCHEDULE and the operators' writes move it. A claim leaves it and sets leased_until,
+# which the due index projects: an entry due under a lease in force is in flight with a worker
+# (due again when the lease ends), and the claim updates that entry in place (1 index write
+# unit; a due_at change is a delete and a put, 2).
 # attribute_type first: comparing a mistyped attempts fails the condition on DynamoDB, but makes
 # some emulators (moto) answer 500 forever.
 CLAIM_CONDITION = (
@@ -42,21 +47,30 @@ CLAIM_CONDITION = (
     "AND attribute_type(max_attempts, :num) AND attempts < max_attempts "
     "AND (attribute_not_exists(leased_until) OR leased_until <= :now)"
 )
-CLAIM = "SET attempts = attempts + :one, leased_until = :until, due_at = :until, lease_token = :tok"
+CLAIM = "SET attempts = attempts + :one, leased_until = :until, lease_token = :tok"
 FENCE = "lease_token = :tok"
 DELIVER = f"SET #st = :delivered REMOVE {LEAVE_ACTIVE}"
 RESCHEDULE = "SET scheduled_for = :next, due_at = :next, attempts = :zero REMOVE leased_until, lease_token, last_error"
+# A retry waits in the index at its instant, with leased_until (what listings show as the next
+# attempt) set to the same instant and no token: due, and claimable, once it passes.
 RETRY = "SET last_error = :err, leased_until = :retry, due_at = :retry REMOVE lease_token"
 # Dead-lettering (values from ``dead_values``): out of the due index, into the dead-letter index.
 DEAD_LETTER = f"SET #st = :dead, last_error = :err, dead_lettered_at = :now, dl_pk = :dl REMOVE {LEAVE_ACTIVE}"
+# What a crashed worker leaves: pending, budget spent, due (due_at never moved), lease expired.
 SWEEP_CONDITION = (
     "#st = :pending AND attempts >= max_attempts AND (attribute_not_exists(leased_until) OR leased_until <= :now)"
 )
-# An unreadable item no claim can take, still where the index showed it, with no lease in force.
+# An unreadable item no claim can take, still where the index showed it, with no lease in force
+# (an item under a live lease is some worker's: it is looked at again once the lease ends).
 QUARANTINE_CONDITION = (
     "due_shard = :shard AND due_at = :due AND (attribute_not_exists(leased_until) OR NOT (leased_until > :now))"
 )
 DUE_QUERY = "due_shard = :s AND due_at <= :t"
+# What the claim path reads of a payload item (docs/contracts.md#table-layout).
+PAYLOAD_ATTRS = "schedule_id, payload"
+# A payload item is written once, before its schedule's item: a retried put of the same payload
+# applies again (a lost response must not make the insert fail), any other is refused.
+PAYLOAD_CONDITION = "attribute_not_exists(schedule_id) OR payload = :payload"
 
 # -- users and operators -----------------------------------------------------------------------
 CANCEL = f"SET #st = :cancelled REMOVE {LEAVE_ACTIVE}"
