@@ -303,7 +303,8 @@ def test_an_on_demand_dispatcher_stays_for_what_is_due_before_the_next_start(loa
     idle = app.lambda_handler(event("dispatcher.json", scheduled_time=now.isoformat()), FakeContext(270_000))
     elapsed = time.monotonic() - started
     assert idle["claimed"] == 0
-    assert elapsed < 1.0, f"an idle on-demand run took {elapsed:.2f}s"  # one round, no waiting
+    # one round, no waiting: far from the 120 s to the latest next start (margin for a loaded machine)
+    assert elapsed < 3.0, f"an idle on-demand run took {elapsed:.2f}s"
 
 
 @pytest.mark.parametrize(
