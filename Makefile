@@ -89,8 +89,9 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check layers functions tests
+	$(BIN)/ruff format --check layers functions tests tools
 	$(BIN)/mypy
+	$(BIN)/python tools/dispatcher_slots.py --check
 	$(BIN)/cfn-lint template.yaml
 
 # `sam build` without Docker. The layer is built (pip, for arm64) by the Lambda runtime's Python,

@@ -1,4 +1,5 @@
-"""template.yaml against the code: handlers, configuration, table, IAM, alarms, coverage arithmetic."""
+"""template.yaml against the code: handlers, configuration, table, IAM, alarms, coverage arithmetic,
+the dispatcher slots (one per DispatcherShardRanges entry) and the two dispatch modes."""
 
 from __future__ import annotations
 
@@ -18,10 +19,14 @@ import yaml
 
 from hexeract_scheduler import observability
 from hexeract_scheduler.dynamo import table_definition
-from hexeract_scheduler.lambda_ops import parse_dead_letter_request
-from hexeract_scheduler.settings import BOUNDS, ENV_VARS, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
-from hexeract_scheduler.shards import MAX_SHARDS
+from hexeract_scheduler.errors import ConfigError
+from hexeract_scheduler.lambda_ops import ON_DEMAND_OVERLAP_SECONDS, parse_dead_letter_request
+from hexeract_scheduler.settings import BOUNDS, ENV_VARS, ON_DEMAND, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
+from hexeract_scheduler.shards import MAX_DISPATCHER_RANGES, MAX_SHARDS, parse_shard_ranges
 from hexeract_scheduler.stack import TABLE_OUTPUT
+from tools import dispatcher_slots
+
+from .cfn_eval import Stack
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_SERVICES = ("dynamodb:", "sqs:", "sns:", "kms:", "s3:")
@@ -59,12 +64,13 @@ def default(template: dict[str, Any], param: str) -> Any:
     return template["Parameters"][param]["Default"]
 
 
-def resolve_defaults(template: dict[str, Any], value: Any) -> str:
-    """A Globals value with its parameter's default (resources become a placeholder name)."""
-    if isinstance(value, dict) and set(value) == {"Ref"}:
-        ref = value["Ref"]
-        return str(default(template, ref)) if ref in template["Parameters"] else f"{ref.lower()}-from-template"
-    return str(value)
+# Slot k's function: DispatcherFunction for the first (the name of the single dispatcher of earlier
+# versions), Dispatcher<k>Function for the others (tools/dispatcher_slots.py).
+def dispatcher(k: int) -> str:
+    return "DispatcherFunction" if k == 1 else f"Dispatcher{k}Function"
+
+
+DISPATCHERS = [dispatcher(k) for k in range(1, MAX_DISPATCHER_RANGES + 1)]
 
 
 def global_env(template: dict[str, Any]) -> dict[str, Any]:
@@ -76,8 +82,8 @@ def global_env(template: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def template_env(template: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """The process environment a deployed function gets with the default parameters."""
-    env = {var: resolve_defaults(template, v) for var, v in global_env(template).items()}
+    """The process environment the deployed dispatcher gets with the default parameters."""
+    env = Stack(template).environment("DispatcherFunction")
     for var, value in env.items():
         monkeypatch.setenv(var, value)
     yield env
@@ -96,7 +102,7 @@ def _core_logger_restored() -> Iterator[None]:
 @pytest.mark.usefixtures("_core_logger_restored")
 def test_every_function_resolves_to_an_importable_lambda_handler(template, template_env):
     functions = resources(template, "AWS::Serverless::Function")
-    assert {"DispatcherFunction", "SecondDispatcherFunction", "DeadLetterFunction"} <= set(functions)
+    assert set(functions) == {*DISPATCHERS, "DeadLetterFunction"}
     for name, fn in functions.items():
         props = fn["Properties"]
         code = ROOT / props["CodeUri"]
@@ -151,31 +157,41 @@ def test_numeric_parameters_stay_within_the_bounds_settings_accept(template):
     checked = set()
     for var, value in global_env(template).items():
         field = by_var[var]
-        if field not in BOUNDS or not (isinstance(value, dict) and set(value) == {"Ref"}):
+        if field not in BOUNDS:
             continue
-        param = template["Parameters"][value["Ref"]]
         bound = BOUNDS[field]
-        assert param["Type"] == "Number", var
-        assert "MaxValue" in param, f"{value['Ref']} has no MaxValue"
-        least, most = float(param["MinValue"]), float(param["MaxValue"])
-        assert least > bound.least if bound.open_least else least >= bound.least, (var, least, bound)
-        assert most <= bound.most, (var, most, bound)
-        assert bound.accepts(int(param["Default"])), (var, param["Default"])
-        checked.add(field)
+        # A mode-dependent value (Fn::If [OnDemand, literal, !Ref Parameter]): both branches.
+        branches = value["Fn::If"][1:] if isinstance(value, dict) and "Fn::If" in value else [value]
+        for branch in branches:
+            if not (isinstance(branch, dict) and set(branch) == {"Ref"}):
+                assert bound.accepts(branch), (var, branch, bound)
+                continue
+            param = template["Parameters"][branch["Ref"]]
+            assert param["Type"] == "Number", var
+            assert "MaxValue" in param, f"{branch['Ref']} has no MaxValue"
+            least, most = float(param["MinValue"]), float(param["MaxValue"])
+            assert least > bound.least if bound.open_least else least >= bound.least, (var, least, bound)
+            assert most <= bound.most, (var, most, bound)
+            assert bound.accepts(int(param["Default"])), (var, param["Default"])
+            checked.add(field)
     assert checked == set(BOUNDS)
 
 
-def test_shard_parameters_refuse_shard_numbers_no_table_has(template):
-    for name in ("DispatcherShards", "SecondDispatcherShards"):
-        pattern = template["Parameters"][name]["AllowedPattern"]
-        for ok in ("0-3", "0,2", f"0-{MAX_SHARDS - 1}", "1-2,5"):
-            assert re.fullmatch(pattern, ok), (name, ok)
-        for bad in ("0-300000000", "1000", "0,2-4096", "0-", "x"):
-            assert not re.fullmatch(pattern, bad), (name, bad)
+def test_the_shard_ranges_parameter_refuses_entries_settings_would_refuse(template):
+    """CloudFormation applies a CommaDelimitedList's AllowedPattern to each entry."""
+    param = template["Parameters"]["DispatcherShardRanges"]
+    assert param["Type"] == "CommaDelimitedList" and param["Default"] == "all"
+    pattern = param["AllowedPattern"]
+    for ok in ("all", "0-3", "3", "0-0", f"0-{MAX_SHARDS - 1}", "128-255", "10", "99-100"):
+        assert re.fullmatch(pattern, ok), ok
+        parse_shard_ranges(ok)  # what the cold start reads
+    for bad in ("", "0-300000000", "256", "1000", "0-256", "0-", "-1", "x", "0,2", "0-1-2", " 1", "*", "ALL"):
+        assert not re.fullmatch(pattern, bad), bad
 
 
 def test_the_default_parameters_keep_dispatcher_runs_overlapping(template):
-    """The coverage arithmetic written in template.yaml and docs/deploy.md, on the defaults."""
+    """The coverage arithmetic written in template.yaml and docs/deploy.md, on the defaults
+    (continuous mode)."""
     period = int(default(template, "DispatchPeriodMinutes")) * 60
     run = float(default(template, "RunSeconds"))
     margin = float(default(template, "StopMarginSeconds"))
@@ -195,21 +211,57 @@ def test_the_default_parameters_keep_dispatcher_runs_overlapping(template):
     overlapping = math.ceil((run + margin) / (period - SCHEDULER_DELIVERY_WINDOW_SECONDS))
     assert int(default(template, "DispatcherReservedConcurrency")) >= overlapping
 
-    dispatcher = template["Resources"]["DispatcherFunction"]["Properties"]
-    assert dispatcher["Timeout"] == {"Ref": "DispatcherTimeout"}
-    assert dispatcher["ReservedConcurrentExecutions"] == {"Ref": "DispatcherReservedConcurrency"}
+    stack = Stack(template)
+    for name in DISPATCHERS[:1]:
+        props = stack.resources[name]["Properties"]
+        assert int(props["Timeout"]) == timeout
+        assert props["ReservedConcurrentExecutions"] == str(default(template, "DispatcherReservedConcurrency"))
+        assert props["Events"]["Every"]["Properties"]["ScheduleExpression"] == f"rate({period // 60} minutes)"
+        settings = Settings.from_env(stack.environment(name))
+        assert (settings.run_seconds, settings.dispatch_period_minutes) == (run, period // 60)
+        assert not settings.on_demand
+
+
+def test_on_demand_runs_reach_the_next_start_within_their_invocation(template):
+    """On-demand mode: a run every minute, staying while something is due before the latest next
+    start (its scheduled start + one period + the 60 s window) and one dispatch timeout and a small
+    overlap more; the template's fixed RUN_SECONDS and Timeout for the mode must allow that."""
+    stack = Stack(template, DispatchMode=ON_DEMAND)
+    env = stack.environment("DispatcherFunction")
+    props = stack.resources["DispatcherFunction"]["Properties"]
+    settings = Settings.from_env(env)  # the cold start's own check of the same inequality
+    assert settings.on_demand and settings.dispatch_period_minutes == 1
+    assert props["Events"]["Every"]["Properties"]["ScheduleExpression"] == "rate(1 minute)"
+    period = 60
+    run, margin = settings.run_seconds, settings.stop_margin_seconds
+    dispatch_timeout = settings.dispatch_timeout_seconds
+    cold_start = 5
+    # The longest an on-demand run stays: invoked on time, something due just before the latest next start.
+    stay = period + SCHEDULER_DELIVERY_WINDOW_SECONDS + dispatch_timeout + ON_DEMAND_OVERLAP_SECONDS
+    assert run >= stay - ON_DEMAND_OVERLAP_SECONDS  # a batch claimed at the next start still fits
+    assert int(props["Timeout"]) >= run + margin + cold_start
+    assert props["EventInvokeConfig"]["MaximumEventAgeInSeconds"] == 60  # a retry older than a period is moot
+    # Runs alive at once: those whose scheduled start is within the longest stay (+ the hard deadline).
+    overlapping = math.floor((stay + margin / 2) / period) + 1
+    assert overlapping == 3 <= int(default(template, "DispatcherReservedConcurrency"))
+    # The largest DispatchTimeoutSeconds on-demand mode accepts, as docs/deploy.md says.
+    assert run - period - SCHEDULER_DELIVERY_WINDOW_SECONDS == 120
 
 
 def test_the_schedule_sends_the_sample_event(template):
-    for name in ("DispatcherFunction", "SecondDispatcherFunction"):
+    sample = json.loads((ROOT / "events/dispatcher.json").read_text())
+    for k, name in enumerate(DISPATCHERS, 1):
         schedule = template["Resources"][name]["Properties"]["Events"]["Every"]
         assert schedule["Type"] == "ScheduleV2"
         props = schedule["Properties"]
         assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
-        assert props["ScheduleExpression"] == {"Fn::Sub": "rate(${DispatchPeriodMinutes} minutes)"}
+        assert props["ScheduleExpression"] == {
+            "Fn::If": ["OnDemand", "rate(1 minute)", {"Fn::Sub": "rate(${DispatchPeriodMinutes} minutes)"}]
+        }
         sent = json.loads(props["Input"])
-        sample = json.loads((ROOT / "events/dispatcher.json").read_text())
         assert set(sent) == set(sample)
+        assert sent["dispatcher"] == str(k)
+    assert sample["dispatcher"] == "1"
 
 
 def test_the_sample_dead_letter_events_are_valid_requests():
@@ -333,17 +385,38 @@ def test_alarms_watch_metrics_the_dispatcher_emits(template):
     assert by_metric["DispatchLagMs"]["Threshold"] == {"Ref": "LagAlarmThresholdMs"}
     assert by_metric["DeadLettered"]["Threshold"] == 0
     assert by_metric["DeadLettered"]["ComparisonOperator"] == "GreaterThanThreshold"
-    errors = template["Resources"]["DispatcherErrorsAlarm"]["Properties"]
-    assert (errors["Namespace"], errors["MetricName"]) == ("AWS/Lambda", "Errors")
-    assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": "DispatcherFunction"}}]
+    for k, name in enumerate(DISPATCHERS, 1):
+        prefix = name.removesuffix("Function")
+        errors = template["Resources"][f"{prefix}ErrorsAlarm"]["Properties"]
+        assert (errors["Namespace"], errors["MetricName"]) == ("AWS/Lambda", "Errors")
+        assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": name}}]
+        started = template["Resources"][f"{prefix}NotStartedAlarm"]["Properties"]
+        assert (started["Namespace"], started["MetricName"], started["Statistic"]) == (
+            "AWS/Lambda",
+            "Invocations",
+            "Sum",
+        )
+        assert started["Dimensions"] == errors["Dimensions"]
+        assert (started["Threshold"], started["ComparisonOperator"]) == (1, "LessThanThreshold")
+        assert started["TreatMissingData"] == "breaching"  # no invocation, no datapoint
+        # Longer than the longest gap between two starts: the period and the 60 s window.
+        longest_period = int(template["Parameters"]["DispatchPeriodMinutes"]["MaxValue"]) * 60
+        assert started["Period"] == {"Fn::If": ["OnDemand", 300, 900]}
+        assert (
+            longest_period + SCHEDULER_DELIVERY_WINDOW_SECONDS <= 900 and 60 + SCHEDULER_DELIVERY_WINDOW_SECONDS <= 300
+        )
+        assert k == 1 or template["Resources"][f"{prefix}NotStartedAlarm"]["Condition"] == f"HasDispatcher{k}"
 
 
 def test_outputs_name_the_table_and_the_functions(template):
     outputs = template["Outputs"]
     assert outputs["SchedulesTableName"]["Value"] == {"Ref": "SchedulesTable"}
-    for fn in ("DispatcherFunction", "DeadLetterFunction"):
+    for fn in (*DISPATCHERS, "DeadLetterFunction"):
         assert outputs[f"{fn}Name"]["Value"] == {"Ref": fn}
         assert outputs[f"{fn}Arn"]["Value"] == {"Fn::GetAtt": [fn, "Arn"]}
+        assert outputs[f"{fn}Name"].get("Condition") == template["Resources"][fn].get("Condition")
+        assert outputs[f"{fn}Arn"].get("Condition") == template["Resources"][fn].get("Condition")
+    assert outputs["DispatcherRanges"]["Value"] == {"Fn::Join": [",", {"Ref": "DispatcherShardRanges"}]}
 
 
 def test_every_queue_and_topic_is_encrypted(template):
@@ -401,7 +474,7 @@ def test_every_parameter_is_in_exactly_one_group_with_a_label_and_a_description(
 def test_targets_and_alarms_come_first_and_internals_last(template):
     groups = interface(template)["ParameterGroups"]
     assert groups[0]["Parameters"] == FIRST_GROUP
-    assert [g["Parameters"][0] for g in groups[1:3]] == ["TableName", "DispatchPeriodMinutes"]
+    assert [g["Parameters"][0] for g in groups[1:3]] == ["TableName", "DispatchMode"]
     assert "internals" in groups[-1]["Label"]["default"]
     assert {"BatchSize", "LeaseSeconds", "Concurrency", "PollIntervalMs"} <= set(groups[-1]["Parameters"])
 
@@ -459,9 +532,9 @@ def _parameter_values(template: dict[str, Any], **overrides: str) -> dict[str, A
 
 def test_a_stack_with_no_target_is_refused_unless_it_asks_for_the_demo_targets(template):
     rules = template["Rules"]
-    assertions = [(name, a) for name, rule in rules.items() for a in rule["Assertions"]]
-    assert len(assertions) == 1
-    name, assertion = assertions[0]
+    name = "AtLeastOneTarget"
+    assert len(rules[name]["Assertions"]) == 1
+    assertion = rules[name]["Assertions"][0]
     assert "RuleCondition" not in rules[name]  # always applies
     assert _refs(assertion["Assert"]) == {"TargetQueueArns", "TargetTopicArns", "CreateDemoTargets"}
     message = assertion["AssertDescription"]
@@ -484,6 +557,136 @@ def test_a_stack_with_no_target_is_refused_unless_it_asks_for_the_demo_targets(t
     assert not evaluate_rule(assertion["Assert"], {**_parameter_values(template), "TargetQueueArns": []})
 
 
+# -- one dispatcher per shard range -------------------------------------------------------------
+
+QUEUE = "arn:aws:sqs:eu-west-1:123456789012:orders"
+
+
+def test_the_dispatcher_slots_are_the_generated_ones():
+    """tools/dispatcher_slots.py writes the slots; the template holds exactly what it writes."""
+    text = (ROOT / "template.yaml").read_text()
+    assert dispatcher_slots.render(text) == text, "run python tools/dispatcher_slots.py"
+    assert dispatcher_slots.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("ranges", "shard_count"),
+    [
+        ("all", "4"),
+        ("0-1,2-3", "4"),
+        ("0,1,2-2,3", "4"),
+        ("0-9,10-19,20-29,30-39", "40"),
+        (",".join(f"{32 * k}-{32 * k + 31}" for k in range(MAX_DISPATCHER_RANGES)), "256"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["continuous", ON_DEMAND])
+def test_each_range_gets_a_dispatcher_with_its_schedule_alarms_and_concurrency(template, ranges, shard_count, mode):
+    """The stack CloudFormation would create from these parameters: as many dispatchers as ranges,
+    each reading its range, started by its own schedule, watched by its own alarms, with its own
+    reserved concurrency and log group, and the same IAM whatever the count."""
+    entries = ranges.split(",")
+    stack = Stack(
+        template, DispatcherShardRanges=ranges, ShardCount=shard_count, DispatchMode=mode, TargetQueueArns=QUEUE
+    )
+    functions = {n: f for n, f in stack.of_type("AWS::Serverless::Function").items() if n != "DeadLetterFunction"}
+    assert list(functions) == DISPATCHERS[: len(entries)]
+    alarms = stack.of_type("AWS::CloudWatch::Alarm")
+    log_groups, read = set(), []
+    for k, (name, fn) in enumerate(functions.items(), 1):
+        props = fn["Properties"]
+        env = stack.environment(name)
+        assert env["DISPATCHER_SHARDS"] == entries[k - 1]
+        assert env["DISPATCHER_SHARD_RANGES"] == ranges
+        settings = Settings.from_env(env)  # every cold-start check passes, the ranges' split included
+        assert settings.on_demand == (mode == ON_DEMAND)
+        read.extend(settings.dispatcher_shards or range(int(shard_count)))
+        # its own schedule, sending its number
+        schedule = props["Events"]["Every"]
+        assert schedule["Type"] == "ScheduleV2"
+        assert json.loads(schedule["Properties"]["Input"])["dispatcher"] == str(k)
+        expected_rate = (
+            "rate(1 minute)" if mode == ON_DEMAND else f"rate({default(template, 'DispatchPeriodMinutes')} minutes)"
+        )
+        assert schedule["Properties"]["ScheduleExpression"] == expected_rate
+        # its own reserved concurrency and log group
+        assert props["ReservedConcurrentExecutions"] == str(default(template, "DispatcherReservedConcurrency"))
+        log_group = stack.resources[props["LoggingConfig"]["LogGroup"]["Ref"]]
+        log_groups.add(log_group["Properties"]["LogGroupName"])
+        # its own alarms: failures, and no start for longer than a period
+        dimension = {"Name": "FunctionName", "Value": {"Ref": name}}
+        watching = [a["Properties"] for a in alarms.values() if dimension in a["Properties"].get("Dimensions", [])]
+        assert sorted(a["MetricName"] for a in watching) == ["Errors", "Invocations"]
+        assert all(a["AlarmActions"] == alarms["DeadLetteredAlarm"]["Properties"]["AlarmActions"] for a in watching)
+        # IAM: the one dispatcher policy, in a role SAM generates (with X-Ray, the failure queue)
+        assert props["Policies"] == [{"Ref": "DispatcherPolicy"}] and "Role" not in props
+        assert stack.outputs[f"{name}Name"]["Value"] == {"Ref": name}
+    assert len(log_groups) == len(entries)
+    assert sorted(read) == list(range(int(shard_count)))  # every shard read by exactly one dispatcher
+    assert {o for o in stack.outputs if o.startswith("Dispatcher") and o.endswith("FunctionName")} == {
+        f"{n}Name" for n in functions
+    }
+    assert stack.outputs["DispatcherRanges"]["Value"] == ranges
+    # IAM unchanged: the same policies, word for word, as the one-dispatcher stack's
+    single = Stack(template, TargetQueueArns=QUEUE, DispatchMode=mode)
+    assert stack.of_type("AWS::IAM::ManagedPolicy") == single.of_type("AWS::IAM::ManagedPolicy")
+    assert not stack.of_type("AWS::IAM::Role") and not stack.of_type("AWS::IAM::Policy")
+
+
+@pytest.mark.parametrize(
+    ("ranges", "shard_count", "message"),
+    [
+        ("0-1,1-3", "4", "ranges 1 and 2 overlap on shard 1"),
+        ("0-1", "4", "no range covers shard(s) 2-3 of SHARD_COUNT=4"),
+        ("0-1,2-3", "8", "no range covers shard(s) 4-7 of SHARD_COUNT=8"),
+        ("0-3,4-5", "4", "range 2 (4-5) has shards beyond SHARD_COUNT=4 (0-3): 4-5"),
+    ],
+)
+def test_ranges_that_do_not_split_the_shards_fail_every_dispatcher_at_cold_start(
+    template, ranges, shard_count, message
+):
+    """CloudFormation cannot do the arithmetic; each dispatcher refuses to run at its cold start
+    (DispatcherErrorsAlarm and the others fire) rather than leave shards unread or read twice."""
+    stack = Stack(template, DispatcherShardRanges=ranges, ShardCount=shard_count, TargetQueueArns=QUEUE)
+    names = [n for n in stack.of_type("AWS::Serverless::Function") if n != "DeadLetterFunction"]
+    assert len(names) == len(ranges.split(","))
+    for name in names:
+        with pytest.raises(ConfigError) as info:
+            Settings.from_env(stack.environment(name))
+        assert str(info.value).startswith(f"DISPATCHER_SHARD_RANGES: {message}")
+
+
+def test_all_stands_alone_as_the_range_of_a_single_dispatcher(template):
+    rule = template["Rules"]["AllShardsStandsAlone"]
+    assert "RuleCondition" not in rule and len(rule["Assertions"]) == 1
+    assertion = rule["Assertions"][0]
+    assert _refs(assertion["Assert"]) == {"DispatcherShardRanges"}
+    message = assertion["AssertDescription"]
+    assert "\n" not in message and len(message) <= 200 and "DispatcherShardRanges" in message
+
+    def accepted(ranges: str) -> bool:
+        return bool(evaluate_rule(assertion["Assert"], _parameter_values(template, DispatcherShardRanges=ranges)))
+
+    assert accepted("all") and accepted("0-1,2-3") and accepted("0")
+    assert not accepted("all,0-1") and not accepted("0-1,all")
+    # A rule cannot count: all,all passes it, and both dispatchers refuse it at cold start.
+    assert accepted("all,all")
+    stack = Stack(template, DispatcherShardRanges="all,all", TargetQueueArns=QUEUE)
+    with pytest.raises(ConfigError, match=r"^DISPATCHER_SHARD_RANGES: all is the range of a single dispatcher"):
+        Settings.from_env(stack.environment("Dispatcher2Function"))
+
+
+def test_the_first_slot_keeps_the_single_dispatchers_names(template):
+    """An update from a one-dispatcher version keeps its function, schedule and log group."""
+    resources = template["Resources"]
+    for name in ("DispatcherFunction", "DispatcherLogGroup", "DispatcherErrorsAlarm", "DispatcherNotStartedAlarm"):
+        assert "Condition" not in resources[name], name
+    assert resources["DispatcherLogGroup"]["Properties"]["LogGroupName"] == {
+        "Fn::Sub": "/hexeract/${AWS::StackName}/dispatcher"
+    }
+    for k in range(2, MAX_DISPATCHER_RANGES + 1):
+        assert resources[f"Dispatcher{k}Function"]["Condition"] == f"HasDispatcher{k}"
+
+
 # -- tracing and failed dispatcher invocations -------------------------------------------------
 
 
@@ -503,7 +706,7 @@ def test_a_failed_dispatcher_invocation_leaves_a_message_and_raises_an_alarm(tem
     assert queue["Properties"]["SqsManagedSseEnabled"] is True
     assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 86400  # the longest SQS keeps a message
 
-    for name in ("DispatcherFunction", "SecondDispatcherFunction"):
+    for name in DISPATCHERS:
         props = template["Resources"][name]["Properties"]
         # Lambda's own retries spent (or the event too old): the record goes to the queue ...
         on_failure = props["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]

@@ -104,6 +104,7 @@ def load(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> Iterator[Any]:
             "TABLE_NAME": table,
             "SHARD_COUNT": "4",
             "DISPATCHER_SHARDS": "all",
+            "DISPATCHER_SHARD_RANGES": "",
             "LEASE_SECONDS": "30",
             "BATCH_SIZE": "10",
             "RETRY_BASE_DELAY_MS": "1000",
@@ -115,6 +116,7 @@ def load(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> Iterator[Any]:
             "RUN_SECONDS": "2",
             "STOP_MARGIN_SECONDS": "0.2",
             "DISPATCH_PERIOD_MINUTES": "",  # invoked by hand: no coverage requirement
+            "DISPATCH_MODE": "continuous",
             "POWERTOOLS_SERVICE_NAME": SERVICE,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
             "LOG_LEVEL": "INFO",
@@ -263,10 +265,57 @@ def test_dispatcher_reads_only_its_shards(load, store, queue):
         assert store.inspect(m.schedule_id).status is expected
 
 
+def test_dispatchers_over_shard_ranges_check_the_split_at_cold_start(load, store, queue):
+    """Two dispatchers as the template deploys them for DispatcherShardRanges=0-1,2-3: each reads
+    its range; together they deliver everything once."""
+    now = datetime.now(UTC)
+    msgs = [ScheduledMessage.delay(queue.target, at=now, payload=f'{{"i":{i}}}') for i in range(12)]
+    for msg in msgs:
+        store.insert(msg, now)
+    dispatched = 0
+    for shards in ("0-1", "2-3"):
+        app = load("dispatcher", store.table_name, DISPATCHER_SHARDS=shards, DISPATCHER_SHARD_RANGES="0-1,2-3")
+        dispatched += app.lambda_handler(event("dispatcher.json"), FakeContext(60_000))["dispatched"]
+    assert dispatched == len(msgs) == len(queue.receive_all())
+    assert all(store.inspect(m.schedule_id).status is ScheduleStatus.DELIVERED for m in msgs)
+
+
+def test_an_on_demand_dispatcher_stays_for_what_is_due_before_the_next_start(load, store, queue, capsys):
+    """Scheduled 118 s ago (the next start is 2 s away at the latest): it delivers what is due in
+    1 s, on time, then returns instead of polling on; with nothing due it returns after one round."""
+    on_demand = {"DISPATCH_MODE": "on-demand", "DISPATCH_PERIOD_MINUTES": "1", "RUN_SECONDS": "240"}
+    app = load("dispatcher", store.table_name, **on_demand)
+    now = datetime.now(UTC)
+    soon = ScheduledMessage.delay(queue.target, at=now + timedelta(seconds=1), payload='{"n":1}')
+    later = ScheduledMessage.delay(queue.target, at=now + timedelta(minutes=5), payload='{"n":2}')
+    for msg in (soon, later):
+        store.insert(msg, now)
+    scheduled = (now - timedelta(seconds=118)).isoformat()
+
+    started = time.monotonic()
+    result = app.lambda_handler(event("dispatcher.json", scheduled_time=scheduled), FakeContext(270_000))
+    elapsed = time.monotonic() - started
+    assert result["dispatched"] == 1 and [m["Body"] for m in queue.receive_all()] == ['{"n":1}']
+    assert store.inspect(later.schedule_id).status is ScheduleStatus.PENDING  # the next run's
+    assert 1.0 <= elapsed < 2 + 1 + 5, f"ran {elapsed:.2f}s"  # at most: next start + timeout + overlap
+    lags = values(emf_records(capsys.readouterr().out), "DispatchLagMs")
+    assert len(lags) == 1 and lags[0] < 1000, lags  # on time
+
+    started = time.monotonic()
+    idle = app.lambda_handler(event("dispatcher.json", scheduled_time=now.isoformat()), FakeContext(270_000))
+    elapsed = time.monotonic() - started
+    assert idle["claimed"] == 0
+    # one round, no waiting: far from the 120 s to the latest next start (margin for a loaded machine)
+    assert elapsed < 3.0, f"an idle on-demand run took {elapsed:.2f}s"
+
+
 @pytest.mark.parametrize(
     ("env", "names"),
     [
         ({"TABLE_NAME": ""}, "TABLE_NAME"),
+        ({"DISPATCHER_SHARD_RANGES": "0-1"}, "DISPATCHER_SHARD_RANGES"),
+        ({"DISPATCHER_SHARD_RANGES": "0-1,2-3", "DISPATCHER_SHARDS": "1-2"}, "DISPATCHER_SHARDS"),
+        ({"DISPATCH_MODE": "sometimes"}, "DISPATCH_MODE"),
         ({"LEASE_SECONDS": "five"}, "LEASE_SECONDS"),
         ({"BATCH_SIZE": "0"}, "BATCH_SIZE"),
         ({"JITTER": "maybe"}, "JITTER"),

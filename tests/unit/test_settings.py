@@ -6,10 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from hexeract_scheduler.errors import ConfigError
-from hexeract_scheduler.settings import (
+from hexeract_scheduler.bounds import (
     BOUNDS,
-    ENV_VARS,
     LAMBDA_MAX_SECONDS,
     MAX_BATCH_SIZE,
     MAX_CONCURRENCY,
@@ -18,8 +16,9 @@ from hexeract_scheduler.settings import (
     MAX_POLL_INTERVAL_MS,
     MAX_RETRY_DELAY_MS,
     SCHEDULER_DELIVERY_WINDOW_SECONDS,
-    Settings,
 )
+from hexeract_scheduler.errors import ConfigError
+from hexeract_scheduler.settings import ENV_VARS, Settings
 
 from ..limits import memory_headroom
 

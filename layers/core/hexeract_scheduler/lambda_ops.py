@@ -1,6 +1,7 @@
 """What the Lambda handlers do, kept here so the handlers stay a few lines of wiring.
 
-* The dispatcher: run the worker until the invocation's deadline, publishing metrics as it goes.
+* The dispatcher: run the worker until the invocation's deadline, publishing metrics as it goes;
+  in on-demand mode, only while something is due before the next run starts.
 * The dead-letter function: parse and validate its event, then list or replay.
 """
 
@@ -10,7 +11,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from .checks import is_int_in
@@ -18,7 +19,7 @@ from .clock import Clock, to_ms
 from .contract import MAX_LIST_LIMIT, ScheduleAdmin
 from .errors import InvalidInput
 from .model import parse_schedule_id
-from .settings import Settings
+from .settings import SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
 from .summary import CycleSummary
 from .worker import SchedulerWorker
 
@@ -28,6 +29,9 @@ log = logging.getLogger("hexeract_scheduler")
 # minute, not when the run ends).
 METRICS_EVERY_SECONDS = 60.0
 DEFAULT_LIST_LIMIT = 50
+# On-demand: how long after the latest next start (plus one dispatch timeout, for a batch claimed
+# just before it) a run may still work, so that the two runs overlap instead of leaving a gap.
+ON_DEMAND_OVERLAP_SECONDS = 5.0
 
 
 # -- dispatcher ------------------------------------------------------------------------------
@@ -40,31 +44,59 @@ class RunWindow:
     ``deadline``: no cycle starts unless a whole batch fits before it. ``hard_deadline``: half the
     stop margin later, no AWS call is awaited any more, so the invocation returns within its stop
     margin even when an endpoint hangs (a request's own timeouts and retries can take far longer).
+    ``idle_until`` (on-demand mode only): the latest instant the next run may start. The worker's
+    claims look ahead to it, and the run returns as soon as nothing is due before it.
     """
 
     deadline: float
     hard_deadline: float
+    idle_until: float | None = None
 
 
-def dispatcher_window(settings: Settings, clock: Clock, remaining_ms: int) -> RunWindow:
-    """``RUN_SECONDS`` from now, or the invocation's remaining time less ``STOP_MARGIN_SECONDS`` if
-    that comes first; the hard deadline half a stop margin after that."""
-    budget = min(settings.run_seconds, remaining_ms / 1000 - settings.stop_margin_seconds)
-    if budget < settings.run_seconds:
+def next_start_in(settings: Settings, now: datetime, scheduled: datetime | None) -> float:
+    """Seconds from ``now`` to the latest instant the next run may start: this run's scheduled start
+    (``now`` if unknown) + one period + EventBridge Scheduler's delivery window, never negative
+    (a retried run, started late, only catches up) and never more than a period and a window."""
+    period = (settings.dispatch_period_minutes or 1) * 60 + SCHEDULER_DELIVERY_WINDOW_SECONDS
+    start = now if scheduled is None else scheduled
+    return min(max((start - now) / timedelta(seconds=1) + period, 0.0), float(period))
+
+
+def dispatcher_window(
+    settings: Settings, clock: Clock, remaining_ms: int, scheduled: datetime | None = None
+) -> RunWindow:
+    """When this run stops, the hard deadline half a stop margin later.
+
+    Continuous mode: ``RUN_SECONDS`` from now. On-demand mode: once nothing is due before the
+    latest next start (``next_start_in``; ``scheduled`` is this run's scheduled start), and at the
+    latest one dispatch timeout and ``ON_DEMAND_OVERLAP_SECONDS`` after it, within ``RUN_SECONDS``.
+    Either way, never later than the invocation's remaining time less ``STOP_MARGIN_SECONDS``.
+    """
+    wanted = settings.run_seconds
+    idle_in: float | None = None
+    if settings.on_demand:
+        idle_in = next_start_in(settings, clock.now(), scheduled)
+        stay = idle_in + settings.dispatch_timeout_seconds + ON_DEMAND_OVERLAP_SECONDS
+        wanted = min(wanted, stay)
+    available = remaining_ms / 1000 - settings.stop_margin_seconds
+    budget = min(wanted, available)
+    if budget < wanted:
         log.warning(
-            "the invocation has %.1fs left: running %.1fs instead of RUN_SECONDS=%g "
+            "the invocation has %.1fs left: running %.1fs instead of %.1fs "
             "(function Timeout < RUN_SECONDS + STOP_MARGIN_SECONDS + cold start leaves gaps between runs)",
             remaining_ms / 1000,
             max(budget, 0.0),
-            settings.run_seconds,
+            wanted,
         )
-    deadline = clock.monotonic() + max(budget, 0.0)
-    return RunWindow(deadline, deadline + settings.stop_margin_seconds / 2)
+    start = clock.monotonic()
+    deadline = start + max(budget, 0.0)
+    idle_until = None if idle_in is None else start + idle_in
+    return RunWindow(deadline, deadline + settings.stop_margin_seconds / 2, idle_until)
 
 
-def invocation_delay_ms(event: Any, now: datetime) -> int | None:
-    """How late EventBridge Scheduler invoked us: now less the event's ``scheduled_time`` (the
-    ``<aws.scheduler.scheduled-time>`` context attribute the template puts in the input), if any."""
+def scheduled_time(event: Any) -> datetime | None:
+    """The event's ``scheduled_time`` (the ``<aws.scheduler.scheduled-time>`` context attribute the
+    template puts in the input), if it has a valid one with a time zone."""
     raw = event.get("scheduled_time") if isinstance(event, Mapping) else None
     if not isinstance(raw, str):
         return None
@@ -72,9 +104,13 @@ def invocation_delay_ms(event: Any, now: datetime) -> int | None:
         scheduled = datetime.fromisoformat(raw)
     except ValueError:
         return None
-    if scheduled.tzinfo is None:
-        return None
-    return max(to_ms(now) - to_ms(scheduled), 0)
+    return scheduled if scheduled.tzinfo is not None else None
+
+
+def invocation_delay_ms(event: Any, now: datetime) -> int | None:
+    """How late EventBridge Scheduler invoked us: now less the event's ``scheduled_time``, if any."""
+    scheduled = scheduled_time(event)
+    return None if scheduled is None else max(to_ms(now) - to_ms(scheduled), 0)
 
 
 def run_dispatcher(
@@ -86,16 +122,22 @@ def run_dispatcher(
     the end. Returns the whole run's summary.
 
     The run is cut into chunks of cycles, never of time: a time-limited chunk would stop polling
-    one dispatch timeout before its end, leaving a gap each time.
+    one dispatch timeout before its end, leaving a gap each time. With ``window.idle_until`` (on
+    demand) the worker also returns once nothing is due before it; a chunk of fewer cycles than
+    asked tells the run is over, so a chunk has at least 2 (an idle first round returns after 1).
     """
     cycles = max(1, round(METRICS_EVERY_SECONDS / worker.config.poll_interval.total_seconds()))
+    if window.idle_until is not None:
+        cycles = max(cycles, 2)
     total = CycleSummary()
     while True:
-        chunk = worker.run(deadline=window.deadline, cycles=cycles, hard_deadline=window.hard_deadline)
+        chunk = worker.run(
+            deadline=window.deadline, cycles=cycles, hard_deadline=window.hard_deadline, idle_until=window.idle_until
+        )
         total.add(chunk)
         if publish is not None:
             publish(chunk)
-        if chunk.cycles < cycles:  # the deadline (or stop()) ended it
+        if chunk.cycles < cycles:  # the deadline, stop() or (on demand) nothing more due ended it
             return total
 
 

@@ -16,6 +16,15 @@ runs overlap, and no instant is left without a polling dispatcher, when::
 and the function's ``Timeout`` is at least ``RUN_SECONDS + STOP_MARGIN_SECONDS`` plus the cold
 start. Overlapping runs are safe: claims are conditional writes with leases.
 
+``DISPATCH_MODE=on-demand`` (the template starts a run every minute then) keeps the same
+inequality: a run stays while something is due before the latest instant the next run may start
+(its own scheduled start + one period + the delivery window), so ``RUN_SECONDS`` must let it stay
+that long and one dispatch timeout more (``lambda_ops.dispatcher_window``).
+
+``DISPATCHER_SHARD_RANGES`` lists every dispatcher's shards (the template's
+``DispatcherShardRanges``); each dispatcher checks at cold start that the ranges split the table's
+shards, every shard in exactly one, and that its own ``DISPATCHER_SHARDS`` is one of them.
+
 Every number has an upper bound (``BOUNDS``, the README's configuration table) that no real
 deployment reaches, so that a typo such as ``LEASE_SECONDS=100000000000000000000`` is refused by
 name instead of overflowing a duration later.
@@ -23,102 +32,36 @@ name instead of overflowing a duration later.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
 
+from .bounds import BOUNDS, LAMBDA_MAX_SECONDS, SCHEDULER_DELIVERY_WINDOW_SECONDS
 from .errors import ConfigError
-from .shards import MAX_SHARDS, parse_shards
+from .shards import check_partition, format_shards, parse_shard_ranges, parse_shards
 from .worker_config import SchedulerWorkerConfig
 
 T = TypeVar("T")
 
-# EventBridge Scheduler invokes a target within about a minute of its scheduled time, even with
-# FlexibleTimeWindow OFF.
-SCHEDULER_DELIVERY_WINDOW_SECONDS = 60
-# The longest a Lambda function may run.
-LAMBDA_MAX_SECONDS = 900
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9 _./#:-]{1,255}$")
-
-# Upper bounds of the numeric settings, far above what a deployment needs and low enough that no
-# duration built from them can overflow (README.md#configuration has the same reasons):
-# - lease, 12 h: the longest SQS visibility timeout. An occurrence claimed by a crashed run waits
-#   a whole lease before another run claims it, so a longer lease only delays that recovery.
-# - batch size, 1000: a thousand conditional claim writes and a hundred 10-entry SendMessageBatch
-#   calls per cycle; the lease must also cover batch_size x dispatch_timeout.
-# - retry delays, 24 h: the longest EventBridge Scheduler itself retries an event for.
-# - dispatch timeout, run and stop margin, 900 s: the Lambda maximum, the invocation they are
-#   parts of (their sum is checked against it too).
-# - poll interval, 60 s: a cycle looks one interval ahead, and a schedule added due within it may
-#   wait that long to be seen; the dispatcher's point is sub-second delivery.
-# - concurrency, 256 threads: five times the 50 pooled connections the clients keep, a quarter of
-#   the 1024 threads a Lambda execution environment may run.
-# - dispatch period, 13 min: the longest for which a run (at most 900 s) can still cover the
-#   period, the delivery window and a dispatch timeout (template.yaml allows 2-13).
-MAX_LEASE_SECONDS = 12 * 3600
-MAX_BATCH_SIZE = 1000
-MAX_RETRY_DELAY_MS = 24 * 3600 * 1000
-MAX_POLL_INTERVAL_MS = 60_000
-MAX_CONCURRENCY = 256
-MAX_DISPATCH_PERIOD_MINUTES = (LAMBDA_MAX_SECONDS - SCHEDULER_DELIVERY_WINDOW_SECONDS - 1) // 60  # 13
-
-
-@dataclass(frozen=True)
-class Bound:
-    """The values a numeric setting accepts: integers from ``least`` to ``most``, or (``seconds``)
-    finite numbers of seconds from ``least`` (excluded when ``open_least``) to ``most``."""
-
-    least: int
-    most: int
-    seconds: bool = False
-    open_least: bool = False
-
-    def describe(self) -> str:
-        if not self.seconds:
-            return f"an integer from {self.least} to {self.most}"
-        if self.open_least:
-            return f"a number of seconds > {self.least} and <= {self.most}"
-        return f"a number of seconds from {self.least} to {self.most}"
-
-    def accepts(self, value: object) -> bool:
-        if isinstance(value, bool) or not isinstance(value, (int, float) if self.seconds else int):
-            return False
-        if isinstance(value, float) and not math.isfinite(value):
-            return False
-        return (self.least < value if self.open_least else self.least <= value) and value <= self.most
-
-    def check(self, var: str, value: object, shown: str) -> None:
-        """A ConfigError naming ``var`` and showing ``shown`` (the text read) unless accepted."""
-        if not self.accepts(value):
-            raise ConfigError(f"{var}: expected {self.describe()}, got {shown}")
-
-
-BOUNDS: dict[str, Bound] = {
-    "shard_count": Bound(1, MAX_SHARDS),
-    "lease_seconds": Bound(1, MAX_LEASE_SECONDS),
-    "batch_size": Bound(1, MAX_BATCH_SIZE),
-    "retry_base_delay_ms": Bound(1, MAX_RETRY_DELAY_MS),
-    "retry_max_delay_ms": Bound(1, MAX_RETRY_DELAY_MS),
-    "dispatch_timeout_seconds": Bound(0, LAMBDA_MAX_SECONDS, seconds=True, open_least=True),
-    "poll_interval_ms": Bound(1, MAX_POLL_INTERVAL_MS),
-    "concurrency": Bound(1, MAX_CONCURRENCY),
-    "run_seconds": Bound(0, LAMBDA_MAX_SECONDS, seconds=True, open_least=True),
-    "stop_margin_seconds": Bound(0, LAMBDA_MAX_SECONDS, seconds=True),
-    "dispatch_period_minutes": Bound(1, MAX_DISPATCH_PERIOD_MINUTES),
-}
+# How EventBridge Scheduler runs the dispatcher: always one polling (runs overlap), or a run every
+# period that returns once nothing is due before the next (docs/deploy.md#dispatch-modes).
+CONTINUOUS = "continuous"
+ON_DEMAND = "on-demand"
+DISPATCH_MODES = (CONTINUOUS, ON_DEMAND)
 
 # Settings field -> the environment variable it is read from (also the list the template declares).
 ENV_VARS: dict[str, str] = {
     "table_name": "TABLE_NAME",
     "shard_count": "SHARD_COUNT",
     "dispatcher_shards": "DISPATCHER_SHARDS",
+    "dispatcher_shard_ranges": "DISPATCHER_SHARD_RANGES",
     "lease_seconds": "LEASE_SECONDS",
     "batch_size": "BATCH_SIZE",
     "retry_base_delay_ms": "RETRY_BASE_DELAY_MS",
@@ -130,6 +73,7 @@ ENV_VARS: dict[str, str] = {
     "run_seconds": "RUN_SECONDS",
     "stop_margin_seconds": "STOP_MARGIN_SECONDS",
     "dispatch_period_minutes": "DISPATCH_PERIOD_MINUTES",
+    "dispatch_mode": "DISPATCH_MODE",
     "service_name": "POWERTOOLS_SERVICE_NAME",
     "metrics_namespace": "POWERTOOLS_METRICS_NAMESPACE",
     "log_level": "LOG_LEVEL",
@@ -158,6 +102,8 @@ class Settings:
     table_name: str
     shard_count: int = 4
     dispatcher_shards: tuple[int, ...] | None = None
+    # Every dispatcher's shards, one entry per dispatcher (None in an entry: all); None: not given.
+    dispatcher_shard_ranges: tuple[tuple[int, ...] | None, ...] | None = None
     lease_seconds: int = 300
     batch_size: int = 10
     retry_base_delay_ms: int = 1000
@@ -169,6 +115,7 @@ class Settings:
     run_seconds: float = 400.0
     stop_margin_seconds: float = 15.0
     dispatch_period_minutes: int | None = 5
+    dispatch_mode: str = CONTINUOUS
     service_name: str = "hexeract-scheduler"
     metrics_namespace: str = "Hexeract"
     log_level: str = "INFO"
@@ -179,6 +126,7 @@ class Settings:
             value = getattr(self, name)
             if value is not None or name != "dispatch_period_minutes":
                 bound.check(ENV_VARS[name], value, repr(value))
+        self._check_ranges()  # first: every dispatcher of a stack reports the same problem
         if self.dispatcher_shards is not None:
             bad = [s for s in self.dispatcher_shards if s >= self.shard_count]
             if bad:
@@ -186,6 +134,13 @@ class Settings:
                     f"DISPATCHER_SHARDS: shards {bad} do not exist with SHARD_COUNT={self.shard_count} "
                     f"(0-{self.shard_count - 1})"
                 )
+        if self.dispatch_mode not in DISPATCH_MODES:
+            raise ConfigError(f"DISPATCH_MODE: expected {' or '.join(DISPATCH_MODES)}, got {self.dispatch_mode!r}")
+        if self.dispatch_mode == ON_DEMAND and self.dispatch_period_minutes is None:
+            raise ConfigError(
+                "DISPATCH_PERIOD_MINUTES: required with DISPATCH_MODE=on-demand (a run stays until the next one "
+                "starts; the template sets 1)"
+            )
         if self.run_seconds + self.stop_margin_seconds > LAMBDA_MAX_SECONDS:
             raise ConfigError(
                 f"RUN_SECONDS + STOP_MARGIN_SECONDS ({self.run_seconds:g} + {self.stop_margin_seconds:g}) "
@@ -201,12 +156,37 @@ class Settings:
                 self.dispatch_period_minutes * 60 + SCHEDULER_DELIVERY_WINDOW_SECONDS + self.dispatch_timeout_seconds
             )
             if self.run_seconds < needed:
+                why = (
+                    "an on-demand run could not stay until the next one starts"
+                    if self.dispatch_mode == ON_DEMAND
+                    else "it leaves gaps between dispatcher runs"
+                )
                 raise ConfigError(
-                    f"RUN_SECONDS ({self.run_seconds:g}) leaves gaps between dispatcher runs: it must be >= "
+                    f"RUN_SECONDS ({self.run_seconds:g}) is too short, {why}: it must be >= "
                     f"DISPATCH_PERIOD_MINUTES x 60 + {SCHEDULER_DELIVERY_WINDOW_SECONDS} + DISPATCH_TIMEOUT_SECONDS "
                     f"= {needed:g}"
                 )
         self.worker_config()  # the worker's own validation, at cold start
+
+    def _check_ranges(self) -> None:
+        """The dispatchers' ranges split the shards, and this dispatcher's shards are one of them."""
+        if self.dispatcher_shard_ranges is None:
+            return
+        try:
+            check_partition(self.dispatcher_shard_ranges, self.shard_count)
+        except ConfigError as exc:
+            raise ConfigError(f"DISPATCHER_SHARD_RANGES: {exc}") from None
+        mine, ranges = self.dispatcher_shards, self.dispatcher_shard_ranges
+        every = tuple(range(self.shard_count))  # the same as all
+        if mine is not None and mine not in ranges and not (ranges == (None,) and mine == every):
+            listed = ", ".join("all" if r is None else format_shards(r) for r in ranges)
+            raise ConfigError(
+                f"DISPATCHER_SHARDS ({format_shards(mine)}) is not one of DISPATCHER_SHARD_RANGES ({listed})"
+            )
+
+    @property
+    def on_demand(self) -> bool:
+        return self.dispatch_mode == ON_DEMAND
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -242,6 +222,17 @@ class Settings:
             kwargs["dispatcher_shards"] = parse_shards(shards_raw or None)
         except ConfigError as exc:
             raise ConfigError(f"DISPATCHER_SHARDS: {exc}") from None
+        ranges_raw = environ.get("DISPATCHER_SHARD_RANGES", "").strip()
+        if ranges_raw:
+            try:
+                kwargs["dispatcher_shard_ranges"] = parse_shard_ranges(ranges_raw)
+            except ConfigError as exc:
+                raise ConfigError(f"DISPATCHER_SHARD_RANGES: {exc}") from None
+        mode_raw = environ.get("DISPATCH_MODE", "").strip()
+        if mode_raw:
+            if mode_raw.lower() not in DISPATCH_MODES:
+                raise ConfigError(f"DISPATCH_MODE: expected {' or '.join(DISPATCH_MODES)}, got {mode_raw!r}")
+            kwargs["dispatch_mode"] = mode_raw.lower()
         period_raw = environ.get("DISPATCH_PERIOD_MINUTES", "").strip()
         # Unset or "none": invoked by hand (tests, a one-off drain), no coverage requirement.
         if period_raw.lower() in ("", "none", "off"):

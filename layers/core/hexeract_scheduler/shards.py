@@ -11,6 +11,9 @@ from .errors import ConfigError
 
 # The most due-index shards a table may have (its shard numbers are 0 to MAX_SHARDS - 1).
 MAX_SHARDS = 256
+# The most dispatchers template.yaml deploys, one per DispatcherShardRanges entry (its slots are
+# written by tools/dispatcher_slots.py from this number).
+MAX_DISPATCHER_RANGES = 8
 
 _SYNTAX = "expected all, N-M or N,M,..."
 
@@ -50,3 +53,55 @@ def format_shards(shards: tuple[int, ...]) -> str:
     if shards and list(shards) == list(range(shards[0], shards[-1] + 1)):
         return f"{shards[0]}-{shards[-1]}" if len(shards) > 1 else str(shards[0])
     return ",".join(map(str, shards))
+
+
+def parse_shard_ranges(text: str) -> tuple[tuple[int, ...] | None, ...]:
+    """The dispatchers' ranges (``DISPATCHER_SHARD_RANGES``, template parameter
+    ``DispatcherShardRanges``): ``all``, or comma-separated entries ``N-M`` or ``N``, one per
+    dispatcher → each entry's shards (None for ``all``), in order.
+
+    Only the syntax is checked here (an empty entry, at most ``MAX_DISPATCHER_RANGES`` entries,
+    shard numbers below ``MAX_SHARDS``); :func:`check_partition` checks them against a table.
+    """
+    entries = [part.strip() for part in text.split(",")]
+    if len(entries) > MAX_DISPATCHER_RANGES:
+        raise ConfigError(
+            f"{len(entries)} ranges in {text!r}: the template deploys at most {MAX_DISPATCHER_RANGES} dispatchers, "
+            f"the shards of the others would be read by none"
+        )
+    ranges: list[tuple[int, ...] | None] = []
+    for k, entry in enumerate(entries, 1):
+        if not entry:
+            raise ConfigError(f"entry {k} of {text!r} is empty: expected all, N-M or N")
+        if entry != "all" and not entry.replace("-", "").replace(" ", "").isdigit():
+            raise ConfigError(f"entry {k} of {text!r} is {entry!r}: expected all, N-M or N")
+        ranges.append(parse_shards(entry))
+    return tuple(ranges)
+
+
+def check_partition(ranges: tuple[tuple[int, ...] | None, ...], shard_count: int) -> None:
+    """Raise :class:`ConfigError` unless ``ranges`` (from :func:`parse_shard_ranges`) split shards
+    ``0`` to ``shard_count - 1`` between them: every shard in exactly one range. ``all`` stands alone."""
+    if any(r is None for r in ranges):
+        if len(ranges) > 1:
+            raise ConfigError("all is the range of a single dispatcher: list ranges such as 0-1,2-3 to split shards")
+        return
+    owner: dict[int, int] = {}
+    for k, shards in enumerate(ranges, 1):
+        assert shards is not None
+        beyond = [s for s in shards if s >= shard_count]
+        if beyond:
+            raise ConfigError(
+                f"range {k} ({format_shards(shards)}) has shards beyond SHARD_COUNT={shard_count} "
+                f"(0-{shard_count - 1}): {format_shards(tuple(beyond))}"
+            )
+        for shard in shards:
+            if shard in owner:
+                raise ConfigError(f"ranges {owner[shard]} and {k} overlap on shard {shard}: one dispatcher per shard")
+            owner[shard] = k
+    missing = tuple(s for s in range(shard_count) if s not in owner)
+    if missing:
+        raise ConfigError(
+            f"no range covers shard(s) {format_shards(missing)} of SHARD_COUNT={shard_count}: "
+            f"their schedules would never be delivered"
+        )
