@@ -110,6 +110,47 @@ def percentile(sorted_values: list[float], p: float) -> float:
     return sorted_values[k]
 
 
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds a process has used so far (Linux /proc; None elsewhere)."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class CpuMeter:
+    """CPU used by this process and the endpoints' processes between ``start()`` and ``stop()``, as
+    cores (CPU seconds per wall second): who was busy while something was measured."""
+
+    def __init__(self, pids: dict[str, int | None]) -> None:
+        self.pids = {name: pid for name, pid in pids.items() if pid is not None}
+
+    def _now(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {"client": time.process_time()}
+        out |= {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        return out
+
+    def start(self) -> CpuMeter:
+        self._t0, self._c0 = time.perf_counter(), self._now()
+        return self
+
+    def stop(self) -> dict[str, float]:
+        wall = time.perf_counter() - self._t0
+        end = self._now()
+        return {
+            name: round((end[name] - c0) / wall, 2)  # type: ignore[operator]
+            for name, c0 in self._c0.items()
+            if c0 is not None and end[name] is not None
+        }
+
+
+def format_cores(cores: dict[str, float]) -> str:
+    return ", ".join(f"{name} {v:.2f}" for name, v in cores.items())
+
+
 _names = iter(range(1_000_000))
 
 
@@ -177,6 +218,15 @@ class Endpoints:
         if self.dynalite is not None:
             self.dynalite.stop()
         self.moto.stop()
+
+    def pids(self, backend: str, latency_ms: float = 0.0) -> dict[str, int | None]:
+        """The processes a run on ``backend`` at ``latency_ms`` talks to, by role."""
+        out: dict[str, int | None] = {"moto": self.moto.process.pid if self.moto.process else None}
+        if backend == "dynalite" and self.dynalite is not None and self.dynalite.process is not None:
+            out["dynalite"] = self.dynalite.process.pid
+        if latency_ms in self._proxies:
+            out["proxy"] = self._proxies[latency_ms].proc.pid
+        return out
 
     def dynamodb_url(self, backend: str) -> str:
         if backend == "dynalite":

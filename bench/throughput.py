@@ -33,6 +33,7 @@ from hexeract_scheduler.settings import Settings
 
 from .common import (
     ApiCounter,
+    CpuMeter,
     Endpoints,
     backends,
     ceiling,
@@ -41,6 +42,7 @@ from .common import (
     create_topic,
     drain,
     floats,
+    format_cores,
     format_per_occurrence,
     insert_all,
     one_shots,
@@ -67,14 +69,19 @@ def run_one(
     seeded_s = time.perf_counter() - t_seed
 
     threads = settings.concurrency
+    meter = CpuMeter(endpoints.pids(backend, latency_ms))
+    meter.start()
     before = ceiling(conn, settings.table_name, threads=threads, seconds=ceiling_seconds)
+    ceiling_cores = meter.stop()
 
     counter = ApiCounter(target=n)
     clients = counter.clients(conn)
     with composed_worker(settings, clients) as worker:
         worker.ready()  # the table's shard count, read once (a warm Lambda has it)
         counter.start()
+        meter.start()
         summary, elapsed = drain(worker, counter, timeout=60 + n * 0.2)
+        run_cores = meter.stop()
     counter.active = False
     after = ceiling(conn, settings.table_name, threads=threads, seconds=ceiling_seconds, offset=10_000)
     left = pending_left(admin)
@@ -93,6 +100,7 @@ def run_one(
             "before_run": round(before["per_second"], 1),
             "after_run": round(after["per_second"], 1),
             "occurrences_per_second_allowed": round(allowed, 1),
+            "cores_busy": ceiling_cores,
         },
         "dispatcher": {
             "dispatched": summary.dispatched,
@@ -103,6 +111,7 @@ def run_one(
             "summary": summary.as_dict(),
             "lost_claims": summary.lost_claims,
             "rounds": summary.cycles,
+            "cores_busy": run_cores,
         },
         "requests": counter.snapshot(summary.dispatched),
     }
@@ -126,7 +135,12 @@ def report(row: dict[str, Any]) -> None:
     extra = sum(r["calls"].values())
     if r["errors"] or r["http_requests"] != extra:
         print(f"    errors {r['errors'] or 'none'}; HTTP requests {r['http_requests']} for {extra} calls")
-    print(f"    summary {d['summary']}, lost claims {d['lost_claims']}, {d['rounds']} claim rounds", flush=True)
+    print(
+        f"    cores busy (CPU s per s) during the ceiling: {format_cores(c['cores_busy'])}; "
+        f"during the run: {format_cores(d['cores_busy'])}"
+    )
+    s = {k: v for k, v in d["summary"].items() if v}
+    print(f"    summary {s}, lost claims {d['lost_claims']}, {d['rounds']} claim rounds", flush=True)
 
 
 def main() -> None:
