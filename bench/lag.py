@@ -177,7 +177,8 @@ def main() -> None:
     print_conditions()
     print(
         f"{args.schedules} cron schedules '{CRON}' for {args.seconds:g} s, Settings "
-        f"{'defaults' if args.poll_ms is None else 'defaults but'} (poll {settings.poll_interval_ms} ms, concurrency {settings.concurrency}, batch {settings.batch_size}), "
+        f"{'defaults' if args.poll_ms is None else 'defaults but'} (poll {settings.poll_interval_ms} ms, "
+        f"concurrency {settings.concurrency}, batch {settings.batch_size}), "
         f"SystemClock; SQS on moto"
     )
     rows = []
