@@ -490,8 +490,9 @@ def ceiling(connection: Connection, table: str, *, threads: int, seconds: float,
 
 class Consumer:
     """Receives and deletes a queue's messages from a thread (a client of its own: not counted, no
-    injected latency), keeping what each carried. moto's SendMessageBatch slows down with the
-    queue's depth; a real consumer keeps the queue short, so does this one."""
+    injected latency), keeping each one's message attributes and its ``SentTimestamp`` (ms).
+    moto's SendMessageBatch slows down with the queue's depth; a real consumer keeps the queue
+    short, so does this one."""
 
     def __init__(self, connection: Connection, queue_url: str) -> None:
         self.sqs = ClientFactory(connection).sqs()
@@ -514,10 +515,13 @@ class Consumer:
             MaxNumberOfMessages=10,
             VisibilityTimeout=600,
             MessageAttributeNames=["All"],
+            AttributeNames=["SentTimestamp"],
             WaitTimeSeconds=0,
         ).get("Messages", [])
         for m in got:
-            self.messages.append({k: v.get("StringValue", "") for k, v in m.get("MessageAttributes", {}).items()})
+            attrs = {k: v.get("StringValue", "") for k, v in m.get("MessageAttributes", {}).items()}
+            attrs["SentTimestamp"] = m.get("Attributes", {}).get("SentTimestamp", "")
+            self.messages.append(attrs)
         if got:
             entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)]
             self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)  # type: ignore[arg-type]
