@@ -78,14 +78,16 @@ test: $(STAMP) $(DYNALITE)
 torture: $(STAMP) $(DYNALITE)
 	$(BIN)/pytest -m torture -s tests/torture
 
-# Benchmarks against a local moto server; figures in bench/results/, summary in docs/benchmarks.md.
-bench: $(STAMP)
+# Benchmarks (a few minutes): DynamoDB on dynalite and moto, SQS/SNS on moto, all on 127.0.0.1;
+# figures in bench/results/, summary in docs/benchmarks.md. Each prints the conditions it ran under.
+bench: $(STAMP) $(DYNALITE)
 	$(BIN)/python -c 'import matplotlib' 2>/dev/null || $(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench.cost
 	$(BIN)/python -m bench.coldstart
 	$(BIN)/python -m bench.cpu
 	$(BIN)/python -m bench.throughput
-	$(BIN)/python -m bench.lag --schedules 10 --seconds 30  # what one moto process sustains; 50 overloads it
+	$(BIN)/python -m bench.scaleout
+	$(BIN)/python -m bench.lag
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

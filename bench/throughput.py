@@ -1,177 +1,183 @@
-"""Throughput: one dispatcher draining a backlog of due one-shots, vs the naive sequential loop.
+"""Throughput: one dispatcher draining a backlog of due one-shots, against the endpoint's ceiling.
 
-Both run in this process against one moto server in another process, at 0 ms and at an injected
-per-request latency (a ``before-send`` hook that sleeps, i.e. a simulated network round trip).
-Also measured in the same run: the moto ceiling (conditional UpdateItems/s from 8 threads), and
-the HTTP requests each approach makes per occurrence, split by API.
+For each DynamoDB backend (dynalite, moto; SQS and SNS are always moto) and each injected latency:
 
-    .venv/bin/python -m bench.throughput [--backlog 800] [--baseline 300] [--latency-ms 0,20]
+1. a fresh table (``Settings`` defaults: 4 shards) gets ``--n`` one-shots, all due, to one SNS topic;
+2. the endpoint's ceiling: ``concurrency`` (16) client threads doing conditional UpdateItems on that
+   table through the same connection, before and after the dispatcher's run (ops/s, mean of the
+   two). A one-shot costs two conditional writes (claim, ack), so ceiling / 2 is the occurrences/s
+   that the endpoint allows a client of that many threads;
+3. the dispatcher: store and worker composed as the Lambda composes them, ``Settings`` defaults
+   (``settings.worker_config()``), its own ``run`` loop with the real clock, stopped once every
+   occurrence is sent (``run`` settles what it holds before it returns); occ/s = acked / time;
+4. the AWS calls the dispatcher made, per delivered occurrence and per operation (botocore
+   ``after-call`` hooks on every client of its session).
+
+Latency: ``bench.latencyproxy``, a TCP proxy in a process of its own in front of dynalite and moto
+that holds every request ``--latency-ms`` before forwarding it (the request keeps its pooled
+connection meanwhile, as over a real network). 0: straight to the endpoint.
+
+    .venv/bin/python -m bench.throughput [--backend dynalite|moto|both] [--latency-ms 0,10] [--n 1000]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import datetime
 from typing import Any
 
-from hexeract_scheduler.clock import SystemClock
-from hexeract_scheduler.sinks import Dispatcher
-from hexeract_scheduler.worker import SchedulerWorker, SchedulerWorkerConfig
+from hexeract_scheduler.aws import ClientFactory
+from hexeract_scheduler.clock import UTC
+from hexeract_scheduler.settings import Settings
 
-from .common import Purger, RequestCounter, clients_for, inject_latency, moto_server, seed_due, write_result
+from .common import (
+    ApiCounter,
+    CpuMeter,
+    Endpoints,
+    backends,
+    ceiling,
+    composed_worker,
+    create_store,
+    create_topic,
+    drain,
+    floats,
+    format_cores,
+    format_per_occurrence,
+    insert_all,
+    one_shots,
+    pending_left,
+    print_conditions,
+    unique,
+    write_result,
+)
+
+GOAL_RATIO = 0.8
+GOAL_REQUESTS = 2.2
 
 
-def moto_ceiling(url: str, seconds: float = 4.0, threads: int = 8) -> float:
-    """Conditional UpdateItems/s that moto sustains from ``threads`` client threads (no latency)."""
-    clients = clients_for(url, max_pool_connections=threads * 2)
-    ddb = clients.dynamodb()
-    table = "ceiling"
-    ddb.create_table(
-        TableName=table,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+def run_one(
+    endpoints: Endpoints, backend: str, latency_ms: float, n: int, ceiling_seconds: float, seed: int
+) -> dict[str, Any]:
+    conn = endpoints.connection(backend, latency_ms)
+    direct = ClientFactory(endpoints.connection(backend))
+    settings = Settings(table_name=unique(f"tp-{backend}"))
+    t_seed = time.perf_counter()
+    admin = create_store(direct, settings)
+    target = create_topic(direct, settings.table_name)
+    insert_all(admin, one_shots(target, n, due=datetime.now(UTC), seed=seed))
+    seeded_s = time.perf_counter() - t_seed
+
+    threads = settings.concurrency
+    meter = CpuMeter(endpoints.pids(backend, latency_ms))
+    meter.start()
+    before = ceiling(conn, settings.table_name, threads=threads, seconds=ceiling_seconds)
+    ceiling_cores = meter.stop()
+
+    counter = ApiCounter(target=n)
+    clients = counter.clients(conn)
+    with composed_worker(settings, clients) as worker:
+        worker.ready()  # the table's shard count, read once (a warm Lambda has it)
+        counter.start()
+        meter.start()
+        summary, elapsed = drain(worker, counter, timeout=60 + n * 0.2)
+        run_cores = meter.stop()
+    counter.active = False
+    after = ceiling(conn, settings.table_name, threads=threads, seconds=ceiling_seconds, offset=10_000)
+    left = pending_left(admin)
+
+    ceil = (before["per_second"] + after["per_second"]) / 2
+    allowed = ceil / 2
+    rate = summary.dispatched / elapsed
+    return {
+        "backend": backend,
+        "latency_ms": latency_ms,
+        "occurrences": n,
+        "seeding_seconds": round(seeded_s, 1),
+        "ceiling": {
+            "threads": threads,
+            "updates_per_second": round(ceil, 1),
+            "before_run": round(before["per_second"], 1),
+            "after_run": round(after["per_second"], 1),
+            "occurrences_per_second_allowed": round(allowed, 1),
+            "cores_busy": ceiling_cores,
+        },
+        "dispatcher": {
+            "dispatched": summary.dispatched,
+            "seconds": round(elapsed, 3),
+            "per_second": round(rate, 1),
+            "ratio_to_allowed": round(rate / allowed, 3) if allowed else None,
+            "pending_left": left,
+            "summary": summary.as_dict(),
+            "lost_claims": summary.lost_claims,
+            "rounds": summary.cycles,
+            "cores_busy": run_cores,
+        },
+        "requests": counter.snapshot(summary.dispatched),
+    }
+
+
+def report(row: dict[str, Any]) -> None:
+    c, d, r = row["ceiling"], row["dispatcher"], row["requests"]
+    ok = "meets" if (d["ratio_to_allowed"] or 0) >= GOAL_RATIO else "below"
+    print(
+        f"[{row['backend']} +{row['latency_ms']:g} ms] ceiling {c['updates_per_second']:.0f} conditional "
+        f"UpdateItem/s from {c['threads']} threads (before {c['before_run']:.0f}, after {c['after_run']:.0f}) "
+        f"-> {c['occurrences_per_second_allowed']:.0f} occ/s allowed at 2 writes/occurrence"
     )
-    for i in range(threads * 10):
-        ddb.put_item(TableName=table, Item={"k": {"S": str(i)}, "n": {"N": "0"}})
-    stop = time.monotonic() + seconds
-    done = [0] * threads
-
-    def hammer(t: int) -> None:
-        i = 0
-        while time.monotonic() < stop:
-            ddb.update_item(
-                TableName=table,
-                Key={"k": {"S": str(t * 10 + i % 10)}},
-                UpdateExpression="SET n = n + :one",
-                ConditionExpression="attribute_exists(k) AND n >= :zero",
-                ExpressionAttributeValues={":one": {"N": "1"}, ":zero": {"N": "0"}},
-            )
-            i += 1
-        done[t] = i
-
-    t0 = time.monotonic()
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(hammer, range(threads)))
-    return sum(done) / (time.monotonic() - t0)
-
-
-def per_occurrence(counts: dict[str, int], n: int) -> dict[str, float]:
-    out = {op: round(c / n, 3) for op, c in sorted(counts.items())}
-    out["total"] = round(sum(counts.values()) / n, 3)
-    return out
-
-
-def run_worker(url: str, table_no: int, backlog: int, latency: float, concurrency: int) -> dict[str, Any]:
-    seeder = clients_for(url)
-    store, queue_url = seed_due(seeder, f"tp-worker-{table_no}", backlog, seed=table_no)
-    clients = clients_for(url)
-    ddb, sqs = clients.dynamodb(), clients.sqs()
-    store.client = ddb
-    inject_latency(latency, ddb, sqs)
-    counter = RequestCounter()
-    cfg = SchedulerWorkerConfig(concurrency=concurrency, batch_size=10)
-    with (
-        Purger(url, [queue_url]),
-        SchedulerWorker(store, Dispatcher.for_clients(clients), cfg, clock=SystemClock()) as worker,
-    ):
-        worker.ready()  # table metadata read once, outside the timed part (a warm Lambda has it)
-        counter.install(ddb, sqs)
-        dispatched = 0
-        t0 = time.perf_counter()
-        while dispatched < backlog:
-            s = worker.run(cycles=1)
-            dispatched += s.dispatched
-            if s.claimed == 0 and s.lost_claims == 0 and time.perf_counter() - t0 > 120:
-                break
-        elapsed = time.perf_counter() - t0
-    return {
-        "occurrences": dispatched,
-        "seconds": round(elapsed, 3),
-        "per_second": round(dispatched / elapsed, 1),
-        "requests_per_occurrence": per_occurrence(counter.counts, dispatched),
-    }
-
-
-def run_baseline(url: str, table_no: int, count: int, latency: float) -> dict[str, Any]:
-    """The naive loop: query the due index, then per occurrence claim, SendMessage, ack, one at a time."""
-    from hexeract_scheduler.sinks import message_attributes
-
-    seeder = clients_for(url)
-    store, queue_url = seed_due(seeder, f"tp-base-{table_no}", count, seed=100 + table_no)
-    clients = clients_for(url)
-    ddb, sqs = clients.dynamodb(), clients.sqs()
-    store.client = ddb
-    _ = store.shards
-    inject_latency(latency, ddb, sqs)
-    counter = RequestCounter().install(ddb, sqs)
-    clock = SystemClock()
-    lease = timedelta(seconds=300)
-    done = 0
-    purger = Purger(url, [queue_url]).__enter__()
-    t0 = time.perf_counter()
-    while done < count:
-        entries = store.find_due(clock.now(), 10)
-        if not entries:
-            break
-        for entry in entries:
-            occ = store.claim(entry.schedule_id, clock.now(), lease)
-            if not hasattr(occ, "lease_token"):
-                continue
-            sqs.send_message(
-                QueueUrl=queue_url,
-                MessageBody=occ.payload.decode(),
-                MessageAttributes=message_attributes(occ),  # type: ignore[arg-type]
-            )
-            store.mark_delivered(occ)  # type: ignore[arg-type]
-            done += 1
-    elapsed = time.perf_counter() - t0
-    purger.__exit__()
-    return {
-        "occurrences": done,
-        "seconds": round(elapsed, 3),
-        "per_second": round(done / elapsed, 1),
-        "requests_per_occurrence": per_occurrence(counter.counts, done),
-    }
+    print(
+        f"    dispatcher {d['per_second']:.1f} occ/s ({d['dispatched']} in {d['seconds']:.2f} s, "
+        f"{d['pending_left']} left pending) = {d['ratio_to_allowed']:.2f} of allowed ({ok} the {GOAL_RATIO:.0%} goal)"
+    )
+    per = r["per_occurrence"]
+    ok = "meets" if per["total"] <= GOAL_REQUESTS else "above"
+    print(f"    AWS calls per delivered occurrence: {format_per_occurrence(per)} ({ok} the {GOAL_REQUESTS} goal)")
+    extra = sum(r["calls"].values())
+    if r["errors"] or r["http_requests"] != extra:
+        print(f"    errors {r['errors'] or 'none'}; HTTP requests {r['http_requests']} for {extra} calls")
+    print(
+        f"    cores busy (CPU s per s) during the ceiling: {format_cores(c['cores_busy'])}; "
+        f"during the run: {format_cores(d['cores_busy'])}"
+    )
+    s = {k: v for k, v in d["summary"].items() if v}
+    print(f"    summary {s}, lost claims {d['lost_claims']}, {d['rounds']} claim rounds", flush=True)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--backlog", type=int, default=800, help="due one-shots the dispatcher drains")
-    p.add_argument("--baseline", type=int, default=300, help="due one-shots the sequential loop drains")
-    p.add_argument("--latency-ms", default="0,20")
-    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--backend", choices=("dynalite", "moto", "both"), default="both")
+    p.add_argument("--latency-ms", default="0,10", help="comma-separated latencies injected per request")
+    p.add_argument("--n", type=int, default=1000, help="due one-shots per run")
+    p.add_argument("--ceiling-seconds", type=float, default=3.0, help="length of each ceiling measurement")
     args = p.parse_args()
-    latencies = [float(x) for x in args.latency_ms.split(",")]
+    names = backends(args.backend)
+    settings = Settings(table_name="throughput")
+    print_conditions()
+    print(
+        f"{args.n} due one-shots per run, Settings defaults: concurrency {settings.concurrency}, batch "
+        f"{settings.batch_size}, {settings.shard_count} shards, poll {settings.poll_interval_ms} ms; SQS/SNS on moto"
+    )
     rows = []
-    with moto_server() as url:
-        ceiling = moto_ceiling(url)
-        print(f"moto ceiling: {ceiling:.0f} conditional UpdateItem/s from 8 threads (moto in its own process)")
-        for i, ms in enumerate(latencies):
-            w = run_worker(url, i, args.backlog, ms / 1000, args.concurrency)
-            b = run_baseline(url, i, args.baseline, ms / 1000)
-            ratio = w["per_second"] / b["per_second"]
-            rows.append({"latency_ms": ms, "worker": w, "baseline": b, "ratio": round(ratio, 2)})
-            print(
-                f"latency {ms:>4.0f} ms/request: dispatcher {w['per_second']:>7.1f} occ/s "
-                f"({w['occurrences']} in {w['seconds']:.1f}s, {w['requests_per_occurrence']['total']} req/occ) | "
-                f"sequential {b['per_second']:>6.1f} occ/s ({b['occurrences']} in {b['seconds']:.1f}s, "
-                f"{b['requests_per_occurrence']['total']} req/occ) | ratio x{ratio:.1f}"
-            )
-            print(f"    dispatcher requests/occurrence by API: {w['requests_per_occurrence']}")
-            print(f"    sequential requests/occurrence by API: {b['requests_per_occurrence']}")
+    t0 = time.perf_counter()
+    with Endpoints(names) as endpoints:
+        for i, backend in enumerate(names):
+            for j, ms in enumerate(floats(args.latency_ms)):
+                row = run_one(endpoints, backend, ms, args.n, args.ceiling_seconds, seed=10 * i + j)
+                report(row)
+                rows.append(row)
+    print(f"total {time.perf_counter() - t0:.0f} s")
     write_result(
         "throughput",
         {
             "setup": {
-                "moto": "moto_server in a separate process on 127.0.0.1",
-                "dispatcher": f"SchedulerWorker concurrency={args.concurrency} batch_size=10 shards=4, run(cycles=1)",
-                "baseline": "find_due(limit 10) then claim / sqs.send_message / mark_delivered one at a time",
-                "latency": "before-send hook sleeping the given time on every DynamoDB and SQS request",
+                "dynamodb": "dynalite (Node.js) or moto_server, each in a child process on 127.0.0.1",
+                "sqs_sns": "moto_server in a child process; target: one SNS topic (PublishBatch)",
+                "dispatcher": "app.py's composition, Settings defaults, run() until all are sent, then stop()",
+                "ceiling": "Settings.concurrency threads x conditional UpdateItem on the same table, same connection",
+                "latency": "bench.latencyproxy: TCP proxy (own process) delaying each request; 0 = direct",
+                "requests": "botocore after-call hooks on the dispatcher's session (API calls; retries not counted)",
+                "goals": {"ratio_to_allowed": GOAL_RATIO, "requests_per_occurrence": GOAL_REQUESTS},
             },
-            "moto_ceiling_conditional_updates_per_s": round(ceiling, 1),
             "runs": rows,
         },
     )
