@@ -327,8 +327,7 @@ class SchedulerWorker:
             return CycleSummary(failed_cycles=1)
 
     def _lanes(self) -> Executor:
-        """Threads that send and ack claimed batches (their calls run on ``executor``); daemon
-        threads, so a lane stuck on a hung call never holds the process at exit."""
+        """Daemon threads sending and acking claimed batches (calls on ``executor``): never hold exit."""
         if self._lane_pool is None:
             self._lane_pool = DaemonExecutor(self.config.pipeline_depth, name="hexeract-lane")
         return self._lane_pool
