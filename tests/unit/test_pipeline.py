@@ -98,6 +98,7 @@ def test_batches_overlap_up_to_the_depth_and_never_beyond():
     assert sink.most_active == 3
     assert summary.dispatched == len(sink.sent) == 60
     assert store.claim_limits[0] == 15 and max(store.claim_limits) <= 15
+    assert min(store.claim_limits) >= 10  # a claim waits until at least half the lanes are free
     assert store.list_pending(limit=10) == []
 
 
@@ -164,8 +165,8 @@ def test_an_on_demand_run_with_nothing_due_before_the_next_start_returns_after_o
 
 
 def test_the_depth_is_validated_and_derived_from_the_concurrency():
-    assert SchedulerWorkerConfig().pipeline_depth == 4  # 16 threads, batches of 10
-    assert SchedulerWorkerConfig(concurrency=1, batch_size=5).pipeline_depth == 2
+    assert SchedulerWorkerConfig().pipeline_depth == 8  # 16 threads, batches of 10
+    assert SchedulerWorkerConfig(concurrency=1, batch_size=5).pipeline_depth == 4
     assert SchedulerWorkerConfig(batches_in_flight=1).pipeline_depth == 1
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ConfigError, match="batches_in_flight"):

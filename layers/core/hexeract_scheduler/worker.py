@@ -231,8 +231,8 @@ class SchedulerWorker:
 
         Pipelined: while a backlog lasts, the next claim round runs while the batches already
         claimed are sent and acked on lane threads, at most ``config.pipeline_depth`` batches in
-        flight; one look at the due index claims the batches to fill the free lanes. Each batch is
-        still settled within its own lease and nothing is sent on an expired lease (``_deliver``).
+        flight; once half the lanes are free, one look at the due index claims batches for all of
+        them. Each batch is settled within its own lease, nothing sent on an expired lease.
         Once caught up, the loop settles everything in flight before it waits, and it always does
         before it returns: a stopping worker settles what it claimed (within ``hard_deadline`` /
         ``stop(grace)``, past which, as in ``run_once``, calls are abandoned to their leases).
@@ -267,7 +267,7 @@ class SchedulerWorker:
                 if left is not None and left <= 0:
                     break
                 free = cfg.pipeline_depth - len(lanes)
-                if free <= 0:
+                if free <= 0 or (lanes and 2 * free < cfg.pipeline_depth):  # claim for half the lanes at least
                     lanes.wait_one()
                     continue
                 horizon = cfg.poll_interval

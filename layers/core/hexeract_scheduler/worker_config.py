@@ -31,7 +31,8 @@ class SchedulerWorkerConfig:
     # store's configuration.)
     concurrency: int = 16
     # Not in hexeract: claimed batches being sent and acked while the next claim runs (``run``);
-    # None: twice the batches that ``concurrency`` threads serve at once, at least 2.
+    # None: four times the batches that ``concurrency`` threads serve at once (a claim waits for half
+    # the lanes, so each look at the due index serves several batches).
     batches_in_flight: int | None = None
 
     def __post_init__(self) -> None:
@@ -68,7 +69,7 @@ class SchedulerWorkerConfig:
         """How many claimed batches ``run`` keeps in flight at most."""
         if self.batches_in_flight is not None:
             return self.batches_in_flight
-        return max(2, 2 * -(-self.concurrency // self.batch_size))
+        return max(2, 4 * -(-self.concurrency // self.batch_size))
 
 
 def retry_delay(attempts: int, config: SchedulerWorkerConfig, rng: random.Random | None = None) -> timedelta:
