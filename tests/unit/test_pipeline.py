@@ -8,6 +8,7 @@ several batches, that a stopping or caught-up worker settles what it claimed, an
 
 from __future__ import annotations
 
+import itertools
 import threading
 from datetime import timedelta
 
@@ -171,3 +172,26 @@ def test_the_depth_is_validated_and_derived_from_the_concurrency():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ConfigError, match="batches_in_flight"):
             SchedulerWorkerConfig(batches_in_flight=bad)
+
+
+def test_a_caught_up_worker_wakes_for_the_next_instant_its_acks_just_wrote():
+    """The look-ahead of a round predates the reschedules its batches write: after settling them
+    the worker looks again, so a cron firing every second keeps its lag to the send time and never
+    drifts past an instant (skipping it), even with a poll interval of a whole second."""
+    clock, store = ManualClock(), InMemoryScheduleStore()
+    sent = []
+
+    class SlowSink:  # each send takes 300 ms of the manual clock
+        def send_batch(self, target, occurrences):
+            clock.advance(0.3)
+            sent.extend(occurrences)
+            return [None] * len(occurrences)
+
+    store.insert(ScheduledMessage.cron(TARGET, "* * * * * *"), clock.now())
+    config = SchedulerWorkerConfig(poll_interval=timedelta(seconds=1), dispatch_timeout=timedelta(seconds=1))
+    with SchedulerWorker(store, Dispatcher({"sqs": SlowSink()}), config, clock=clock) as w:
+        summary = w.run(deadline=clock.monotonic() + 21)
+    instants = [o.scheduled_for for o in sent]
+    assert len(instants) >= 18
+    assert all(b - a == timedelta(seconds=1) for a, b in itertools.pairwise(instants))  # none skipped
+    assert max(summary.lag_ms) <= 300

@@ -307,8 +307,9 @@ class SchedulerWorker:
                 if progressed and (cycle.more_due or cycle.claimed == limit):
                     self._sleep(cfg.min_cycle_delay.total_seconds(), deadline)
                     continue
-                settled = lanes.drain(total.add)  # caught up: settle what is in flight before waiting
-                if idle_until is not None and not (progressed or settled or cycle.more_due or cycle.next_due_ms):
+                if lanes.drain(total.add):  # caught up: settle, then look again (reschedules just written)
+                    continue
+                if idle_until is not None and not (progressed or cycle.more_due or cycle.next_due_ms):
                     break
                 wait = cfg.poll_interval.total_seconds()
                 if cycle.next_due_ms is not None:
@@ -328,8 +329,7 @@ class SchedulerWorker:
 
     def _lanes(self) -> Executor:
         """Daemon threads sending and acking claimed batches (calls on ``executor``): never hold exit."""
-        if self._lane_pool is None:
-            self._lane_pool = DaemonExecutor(self.config.pipeline_depth, name="hexeract-lane")
+        self._lane_pool = self._lane_pool or DaemonExecutor(self.config.pipeline_depth, name="hexeract-lane")
         return self._lane_pool
 
     def _sleep(self, seconds: float, deadline: float | None) -> None:
