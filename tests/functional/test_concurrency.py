@@ -154,8 +154,9 @@ def test_the_loop_sleeps_until_the_next_due_instant(store, clients, clock, queue
     summary = worker.run(deadline=start + 40)
     assert summary.dispatched == 3
     assert max(summary.lag_ms) == 0  # each sent at its instant on the injected clock
-    # Idle polls are one per poll interval (or fewer, when the look-ahead saw the next instant).
-    assert summary.cycles <= 41
+    # Idle polls are one per poll interval (or fewer, when the look-ahead saw the next instant), and
+    # one more look after each settled batch (its acks may have written the next instant).
+    assert summary.cycles <= 41 + 3
 
 
 def test_an_error_on_one_claim_keeps_the_claims_that_landed(store, clients, clock, queue):

@@ -114,8 +114,8 @@ def test_an_on_demand_run_stays_for_what_is_due_before_the_next_start_then_retur
         summary = run_dispatcher(worker, window)
     assert summary.dispatched == 1 and sink.sent[0][1].schedule_id == msg.schedule_id
     assert sink.sent[0][0] == START + timedelta(seconds=30)  # on time: slept until it was due
-    # and returned one idle round after it (a poll interval later), not at the next start
-    assert clock.monotonic() == pytest.approx(30 + settings.poll_interval_ms / 1000, abs=0.1)
+    # and returned right after it (its settling showed nothing else due), not at the next start
+    assert clock.monotonic() == pytest.approx(30, abs=0.1)  # returned once it was sent: nothing else due
 
 
 def test_an_on_demand_run_with_nothing_due_before_the_next_start_returns_after_one_cycle():
