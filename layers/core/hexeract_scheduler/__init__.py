@@ -5,28 +5,19 @@ A Python port of the scheduler of the Rust framework hexeract, with its semantic
 
 from __future__ import annotations
 
-from .clock import Clock, ManualClock, SystemClock
-from .contract import ClaimBatch, Listing, ScheduleAdmin, ScheduleStore
-from .cron import CronSchedule
-from .errors import (
-    ConfigError,
-    CredentialsMissing,
-    EndpointUnreachable,
-    HexeractError,
-    InvalidCron,
-    InvalidInput,
-    InvalidTarget,
-    NotReplayable,
-    RetryableError,
-    ScheduleNotFound,
-    StoreError,
-    TableMissing,
-)
-from .memory import InMemoryScheduleStore
-from .model import LeasedOccurrence, ScheduledMessage, ScheduleSnapshot, ScheduleStatus, Target, Trigger
-from .occurrence import OccurrenceId
-from .sinks import Dispatcher, SnsSink, SqsSink
-from .worker import CycleSummary, SchedulerWorker, SchedulerWorkerConfig, retry_delay
+from hexeract_scheduler.domain.clock import Clock, ManualClock, SystemClock
+from hexeract_scheduler.store.contract import ClaimBatch, Listing, ScheduleAdmin, ScheduleStore
+from hexeract_scheduler.domain.cron import CronSchedule
+from hexeract_scheduler.errors import ConfigError, CredentialsMissing, EndpointUnreachable, HexeractError, InvalidCron, InvalidInput, InvalidTarget, NotReplayable, RetryableError, ScheduleNotFound, StoreError, TableMissing
+from hexeract_scheduler.store.memory import InMemoryScheduleStore
+from hexeract_scheduler.domain.model import LeasedOccurrence, ScheduledMessage, ScheduleSnapshot, ScheduleStatus, Target, Trigger
+from hexeract_scheduler.domain.occurrence import OccurrenceId
+from hexeract_scheduler.sinks.dispatcher import Dispatcher
+from hexeract_scheduler.sinks.sns import SnsSink
+from hexeract_scheduler.sinks.sqs import SqsSink
+from hexeract_scheduler.engine.summary import CycleSummary
+from hexeract_scheduler.engine.worker import SchedulerWorker
+from hexeract_scheduler.engine.config import SchedulerWorkerConfig, retry_delay
 
 _DYNAMO = {"DynamoScheduleStore", "table_definition"}
 
@@ -35,7 +26,7 @@ def __getattr__(name: str) -> object:
     # The DynamoDB store is imported on first use only: code written against the contracts (the
     # worker, the memory store) never loads it.
     if name in _DYNAMO:
-        from . import dynamo
+        from hexeract_scheduler.store import dynamo
 
         return getattr(dynamo, name)
     raise AttributeError(f"module 'hexeract_scheduler' has no attribute {name!r}")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from typing import Any, Generic, TypeVar
 
-from .errors import RetryableError
+from hexeract_scheduler.errors import RetryableError
 
 T = TypeVar("T")
 

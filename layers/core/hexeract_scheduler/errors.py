@@ -1,8 +1,8 @@
 """One error hierarchy for the whole package.
 
-AWS errors are translated at the boundary (``aws.translate``, used by ``dynamo/``, ``sinks.py`` and
-``stack.py``): callers never see a ``botocore`` exception. The CLI and the Lambda handlers map these
-classes to messages and exit codes in one place each.
+AWS errors are translated at one boundary (``aws.translate``, used by ``store/dynamo/``, ``sinks/``
+and ``aws/stack``): callers never see a ``botocore`` exception. The CLI and the Lambda handlers map
+these classes to messages and exit codes in one place each.
 """
 
 from __future__ import annotations
@@ -28,7 +28,20 @@ class InvalidTarget(InvalidInput):
 
 
 class ConfigError(InvalidInput):
-    """An incoherent worker configuration or environment setting."""
+    """An incoherent worker configuration or environment setting.
+
+    ``fields`` names the settings the rule involves, the one at fault first (``field``): an
+    environment variable for ``Settings``, a field name for ``SchedulerWorkerConfig``, so that a
+    caller can map them without reading the message.
+    """
+
+    def __init__(self, message: str, *fields: str) -> None:
+        super().__init__(message)
+        self.fields: tuple[str, ...] = fields
+
+    @property
+    def field(self) -> str | None:
+        return self.fields[0] if self.fields else None
 
 
 class CredentialsMissing(ConfigError):
@@ -70,7 +83,8 @@ class UnreadableItem(HexeractError):
 
 
 class StoreError(HexeractError):
-    """DynamoDB refused or failed a request in a way the caller cannot fix by retrying."""
+    """An AWS service (DynamoDB, SQS, SNS, CloudFormation) refused or failed a request in a way the
+    caller cannot fix by retrying. The name is kept from when the store made every AWS call."""
 
 
 class TableMissing(StoreError):
@@ -90,3 +104,10 @@ class EndpointUnreachable(StoreError):
 
 class RetryableError(HexeractError):
     """A transient AWS failure (throttling, 5xx, timeout): the same request may succeed later."""
+
+
+def one_line(text: object, limit: int | None = None) -> str:
+    """An error's text on one line (whitespace runs collapsed), at most ``limit`` characters with an
+    ellipsis where it was cut; ``unknown error`` for an empty one."""
+    line = " ".join(str(text).split()) or "unknown error"
+    return line if limit is None or len(line) <= limit else line[: limit - 1] + "…"

@@ -173,7 +173,7 @@ def _first_line(process: subprocess.Popen[str], timeout: float, what: str, error
 def create_demo_targets(url: str) -> tuple[str, str]:
     """Create (idempotently) the queue and topic the README's tour and the demo send to, on the
     endpoint at ``url``; return the queue's URL and the topic's ARN."""
-    from .aws import ClientFactory, Connection
+    from hexeract_scheduler.aws.clients import ClientFactory, Connection
 
     clients = ClientFactory(Connection.parse(url))
     queue_url = clients.sqs().create_queue(QueueName=DEMO_QUEUE)["QueueUrl"]
