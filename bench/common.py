@@ -35,14 +35,14 @@ for _var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOI
 
 import boto3  # noqa: E402
 
-from hexeract_scheduler.aws import ClientFactory, Connection  # noqa: E402
-from hexeract_scheduler.clock import UTC, SystemClock  # noqa: E402
-from hexeract_scheduler.dynamo import DynamoScheduleStore  # noqa: E402
+from hexeract_scheduler.aws.clients import ClientFactory, Connection  # noqa: E402
+from hexeract_scheduler.domain.clock import UTC, SystemClock  # noqa: E402
+from hexeract_scheduler.domain.model import ScheduledMessage, Target, Trigger  # noqa: E402
+from hexeract_scheduler.engine.worker import SchedulerWorker  # noqa: E402
 from hexeract_scheduler.local import LocalEndpoint, spawn_dynalite, spawn_local_endpoint  # noqa: E402
-from hexeract_scheduler.model import ScheduledMessage, Target, Trigger  # noqa: E402
-from hexeract_scheduler.settings import Settings  # noqa: E402
-from hexeract_scheduler.sinks import Dispatcher  # noqa: E402
-from hexeract_scheduler.worker import SchedulerWorker  # noqa: E402
+from hexeract_scheduler.service.settings import Settings  # noqa: E402
+from hexeract_scheduler.sinks.dispatcher import Dispatcher  # noqa: E402
+from hexeract_scheduler.store.dynamo import DynamoScheduleStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hexeract_scheduler.clock import UTC
-from hexeract_scheduler.dynamo import table_definition
-from hexeract_scheduler.dynamo.codec import NewItems, item_of, item_size
-from hexeract_scheduler.model import ScheduledMessage
+from hexeract_scheduler.domain.clock import UTC
+from hexeract_scheduler.domain.model import ScheduledMessage
+from hexeract_scheduler.store.dynamo import table_definition
+from hexeract_scheduler.store.dynamo.codec import NewItems, item_of, item_size
 
 WRU_USD = 0.625e-6
 RRU_USD = 0.125e-6

@@ -39,10 +39,10 @@ from typing import Any
 from botocore import xform_name
 from botocore.exceptions import ClientError
 
-from hexeract_scheduler.aws import ClientFactory, Connection
-from hexeract_scheduler.clock import UTC
-from hexeract_scheduler.model import ScheduledMessage
-from hexeract_scheduler.settings import Settings
+from hexeract_scheduler.aws.clients import ClientFactory, Connection
+from hexeract_scheduler.domain.clock import UTC
+from hexeract_scheduler.domain.model import ScheduledMessage
+from hexeract_scheduler.service.settings import Settings
 
 from .common import (
     ApiCounter,

@@ -27,10 +27,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.clock import UTC
-from hexeract_scheduler.model import ScheduledMessage, Target
-from hexeract_scheduler.settings import Settings
+from hexeract_scheduler.aws.clients import ClientFactory
+from hexeract_scheduler.domain.clock import UTC
+from hexeract_scheduler.domain.model import ScheduledMessage, Target
+from hexeract_scheduler.service.settings import Settings
 
 from .common import (
     RESULTS,

@@ -28,9 +28,9 @@ import time
 from datetime import datetime
 from typing import IO, Any
 
-from hexeract_scheduler.aws import ClientFactory, Connection
-from hexeract_scheduler.clock import UTC
-from hexeract_scheduler.settings import Settings
+from hexeract_scheduler.aws.clients import ClientFactory, Connection
+from hexeract_scheduler.domain.clock import UTC
+from hexeract_scheduler.service.settings import Settings
 
 from .common import (
     ROOT,

@@ -27,9 +27,9 @@ import time
 from datetime import datetime
 from typing import Any
 
-from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.clock import UTC
-from hexeract_scheduler.settings import Settings
+from hexeract_scheduler.aws.clients import ClientFactory
+from hexeract_scheduler.domain.clock import UTC
+from hexeract_scheduler.service.settings import Settings
 
 from .common import (
     ApiCounter,

@@ -42,7 +42,7 @@ from hexeract_scheduler import (
     SchedulerWorkerConfig,
     SystemClock,
 )
-from hexeract_scheduler.aws import ClientFactory, Connection
+from hexeract_scheduler.aws.clients import ClientFactory, Connection
 from hexeract_scheduler.local import DEMO_QUEUE, DEMO_TOPIC, MissingLocalExtra, export_lines, start_local_endpoint
 
 TABLE = "hexeract-schedules"

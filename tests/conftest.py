@@ -28,12 +28,13 @@ os.environ["AWS_ACCESS_KEY_ID"] = "testing"
 os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
 os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 
-from hexeract_scheduler.aws import ClientFactory, Connection  # noqa: E402
-from hexeract_scheduler.clock import UTC, ManualClock  # noqa: E402
-from hexeract_scheduler.dynamo import DynamoScheduleStore  # noqa: E402
+from hexeract_scheduler.aws.clients import ClientFactory, Connection  # noqa: E402
+from hexeract_scheduler.domain.clock import UTC, ManualClock  # noqa: E402
+from hexeract_scheduler.engine.config import SchedulerWorkerConfig  # noqa: E402
+from hexeract_scheduler.engine.worker import SchedulerWorker  # noqa: E402
 from hexeract_scheduler.local import LocalEndpoint, spawn_dynalite, spawn_local_endpoint  # noqa: E402
-from hexeract_scheduler.sinks import Dispatcher  # noqa: E402
-from hexeract_scheduler.worker import SchedulerWorker, SchedulerWorkerConfig  # noqa: E402
+from hexeract_scheduler.sinks.dispatcher import Dispatcher  # noqa: E402
+from hexeract_scheduler.store.dynamo import DynamoScheduleStore  # noqa: E402
 
 _names = itertools.count()
 T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)

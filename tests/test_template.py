@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 import yaml
-
-from hexeract_scheduler import observability
 from hexeract_scheduler.dynamo import table_definition
-from hexeract_scheduler.errors import ConfigError
 from hexeract_scheduler.lambda_ops import ON_DEMAND_OVERLAP_SECONDS, parse_dead_letter_request
 from hexeract_scheduler.settings import BOUNDS, ENV_VARS, ON_DEMAND, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
 from hexeract_scheduler.shards import MAX_DISPATCHER_RANGES, MAX_SHARDS, parse_shard_ranges
 from hexeract_scheduler.stack import TABLE_OUTPUT
+
+from hexeract_scheduler import observability
+from hexeract_scheduler.errors import ConfigError
 from tools import dispatcher_slots
 
 from .cfn_eval import Stack

@@ -1,23 +1,23 @@
-"""Dead-letter function: list dead-lettered schedules, or replay one (see hexeract_scheduler.lambda_ops)."""
+"""Dead-letter function: list dead-lettered schedules, or replay one (hexeract_scheduler.service.dead_letter)."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from hexeract_scheduler import observability
-from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.clock import SystemClock
-from hexeract_scheduler.dynamo import DynamoScheduleStore
-from hexeract_scheduler.lambda_ops import handle_dead_letter
-from hexeract_scheduler.settings import Settings
+from hexeract_scheduler.aws.clients import ClientFactory
+from hexeract_scheduler.domain.clock import SystemClock
+from hexeract_scheduler.service import observability
+from hexeract_scheduler.service.compose import build_store
+from hexeract_scheduler.service.dead_letter import handle_dead_letter
+from hexeract_scheduler.service.settings import Settings
 
 # Cold start, once. Bad input raises a typed error (InvalidRequest, ScheduleNotFound, NotReplayable):
 # Lambda reports it as a FunctionError and nothing is changed.
 settings = Settings.from_env(os.environ)
 logger, _metrics, tracer = observability.setup(settings, trace_aws_calls=True)
 clock = SystemClock()
-store = DynamoScheduleStore(settings.table_name, dynamodb=ClientFactory().dynamodb(), shards=settings.shard_count)
+store = build_store(settings.table_name, ClientFactory(), shard_count=settings.shard_count)
 
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)

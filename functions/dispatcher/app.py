@@ -3,33 +3,28 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
-from hexeract_scheduler import observability
-from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.clock import SystemClock
-from hexeract_scheduler.dynamo import DynamoScheduleStore
-from hexeract_scheduler.lambda_ops import dispatcher_window, invocation_delay_ms, run_dispatcher, scheduled_time
-from hexeract_scheduler.settings import Settings
-from hexeract_scheduler.sinks import Dispatcher
-from hexeract_scheduler.worker import SchedulerWorker
+from hexeract_scheduler.aws.clients import ClientFactory
+from hexeract_scheduler.domain.clock import SystemClock
+from hexeract_scheduler.service import observability
+from hexeract_scheduler.service.compose import build_dispatcher
+from hexeract_scheduler.service.dispatcher import dispatcher_window, invocation_delay_ms, run_dispatcher, scheduled_time
+from hexeract_scheduler.service.settings import Settings
 
 # Cold start, once: configuration, clients and the worker are reused by every warm invocation.
 settings = Settings.from_env(os.environ)
 logger, metrics, tracer = observability.setup(settings)
 clock = SystemClock()
-clients = ClientFactory()
-pool = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="hexeract")  # claims, sends, acks
-store = DynamoScheduleStore(
+worker = build_dispatcher(
     settings.table_name,
-    dynamodb=clients.dynamodb(),
-    shards=settings.shard_count,
+    ClientFactory(),
+    settings.worker_config(),
+    shard_count=settings.shard_count,
     read_shards=settings.dispatcher_shards,
-    executor=pool,
+    clock=clock,
 )
-worker = SchedulerWorker(store, Dispatcher.for_clients(clients), settings.worker_config(), clock=clock, executor=pool)
 
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from hexeract_scheduler import cli
-from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.cli import main
+from hexeract_scheduler.aws.clients import ClientFactory
+from hexeract_scheduler.cli import commands
+from hexeract_scheduler.cli.commands import main
 
 from ..conftest import Backend
 
@@ -53,10 +53,10 @@ def reuse_clients(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> None:
     """Each real invocation is its own process; in-process, building boto3 clients again for every
     command (~150 ms each) would dominate the run time, so tests share one factory per endpoint.
     The run's own endpoint gets the backend's connection (DynamoDB on the backend under test)."""
-    real = cli.clients_for
+    real = commands.clients_for
 
     def cached(
-        conn: str | None, *, retries: int = cli.CLI_RETRIES, read_timeout: float = cli.CLI_READ_TIMEOUT
+        conn: str | None, *, retries: int = commands.CLI_RETRIES, read_timeout: float = commands.CLI_READ_TIMEOUT
     ) -> ClientFactory:
         key = (backend, conn, retries, read_timeout)
         if key not in _factories:
@@ -64,11 +64,11 @@ def reuse_clients(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> None:
             if conn == backend.aws_url:
                 factory = ClientFactory(
                     backend.connection,
-                    connect_timeout=cli.CLI_CONNECT_TIMEOUT,
+                    connect_timeout=commands.CLI_CONNECT_TIMEOUT,
                     read_timeout=read_timeout,
                     retries=retries,
                 )
             _factories[key] = factory
         return _factories[key]
 
-    monkeypatch.setattr(cli, "clients_for", cached)
+    monkeypatch.setattr(commands, "clients_for", cached)

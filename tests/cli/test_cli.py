@@ -9,13 +9,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from hexeract_scheduler import cli
-from hexeract_scheduler.cli import parse_when
-from hexeract_scheduler.clock import UTC, SystemClock
-from hexeract_scheduler.dynamo import DynamoScheduleStore
+from hexeract_scheduler.cli import commands
+from hexeract_scheduler.cli.parse import parse_when
+from hexeract_scheduler.domain.clock import UTC, SystemClock
+from hexeract_scheduler.domain.model import LeasedOccurrence, ScheduledMessage
+from hexeract_scheduler.domain.occurrence import OccurrenceId
 from hexeract_scheduler.errors import InvalidInput
-from hexeract_scheduler.model import LeasedOccurrence, ScheduledMessage
-from hexeract_scheduler.occurrence import OccurrenceId
+from hexeract_scheduler.store.dynamo import DynamoScheduleStore
 
 from ..conftest import T0, Queue, dead_port, unique
 from ..limits import memory_headroom
@@ -454,7 +454,7 @@ def test_worker_refuses_a_bad_duration_or_shard_range_as_a_usage_error(hexeract,
     def must_not_start(*args, **kwargs):
         raise AssertionError("the worker started")  # --for nan stopped at once, --for inf never
 
-    monkeypatch.setattr(cli, "SchedulerWorker", must_not_start)
+    monkeypatch.setattr(commands, "build_dispatcher", must_not_start)
     with memory_headroom():  # --shards 0-3000000000 built three billion shard numbers first
         err = fails(hexeract("scheduler", "worker", *args, table="hexeract-never-created"), code=2)
     assert message in " ".join(err.split())
@@ -510,14 +510,14 @@ def test_missing_table_on_a_local_endpoint_advises_table_create(hexeract, backen
 
 @pytest.mark.parametrize("args", [["list"], ["worker", "--once"], ["table", "create"]])
 def test_ctrl_c_exits_130_with_one_line_and_no_traceback(monkeypatch, args):
-    """In-process: KeyboardInterrupt wherever a command is (here: while it opens the table)."""
+    """In-process: KeyboardInterrupt wherever a command is (here: while it builds its AWS clients)."""
     from click.testing import CliRunner
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_open_table", interrupted)
-    result = CliRunner().invoke(cli.main, ["scheduler", *args, "--conn", "http://127.0.0.1:1"])
+    monkeypatch.setattr(commands, "clients_for", interrupted)
+    result = CliRunner().invoke(commands.main, ["scheduler", *args, "--conn", "http://127.0.0.1:1"])
     assert (result.exit_code, result.stdout, result.stderr) == (130, "", "interrupted\n")
 
 
@@ -547,7 +547,7 @@ def test_conn_and_table_from_environment(hexeract, endpoint, store, queue):
 def test_every_command_has_help_and_the_shared_options():
     from click.testing import CliRunner
 
-    from hexeract_scheduler.cli import main
+    from hexeract_scheduler.cli.commands import main
 
     leaves = [
         ["table", "create"],

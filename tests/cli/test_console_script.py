@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from hexeract_scheduler import ScheduledMessage, cli_worker
-from hexeract_scheduler.clock import UTC
+from hexeract_scheduler import ScheduledMessage
+from hexeract_scheduler.cli import worker
+from hexeract_scheduler.domain.clock import UTC
 
 from ..conftest import Queue, unique
 from ..faultproxy import fault_proxy
@@ -112,7 +113,7 @@ def test_worker_stops_cleanly_on_ctrl_c_then_exits_130(env, queue: Queue):
             proc.kill()
     assert proc.returncode == 130, err
     assert err == "stopping after this cycle (Ctrl-C again to abort)\n", err
-    assert elapsed < cli_worker.STOP_GRACE_SECONDS + 5
+    assert elapsed < worker.STOP_GRACE_SECONDS + 5
     assert set(json.loads(out)) >= {"claimed", "dispatched", "retried", "dead_lettered", "swept"}
 
 
@@ -178,7 +179,7 @@ def test_a_worker_exits_within_a_few_seconds_of_for_while_dynamodb_hangs(backend
         out, err = proc.communicate(timeout=60)
         elapsed = time.monotonic() - started
     assert proc.returncode == 0, err
-    assert elapsed < 2 + cli_worker.STOP_GRACE_SECONDS + 2.0, f"exited {elapsed:.1f}s after starting to poll"
+    assert elapsed < 2 + worker.STOP_GRACE_SECONDS + 2.0, f"exited {elapsed:.1f}s after starting to poll"
     assert set(json.loads(out.strip().splitlines()[-1])) >= {"claimed", "dispatched"}
 
 

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from demo.consumer import MemoryDedupeStore, Reminder, ReminderConsumer
 from demo.run import TRY_COMMANDS, run_demo, try_it_yourself
 from examples.consumer.app import build_handler
-from hexeract_scheduler.cli import main
-from hexeract_scheduler.model import ScheduledMessage
+from hexeract_scheduler.cli.commands import main
+from hexeract_scheduler.domain.model import ScheduledMessage
 
 from ..conftest import Queue, make_worker, unique
 

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 import yaml
 from botocore.client import BaseClient
+from hexeract_scheduler.stack import TABLE_OUTPUT
 
 from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.stack import TABLE_OUTPUT
 
 from ..conftest import Backend, Queue, unique
 from ..test_template import CLI_WRITE_ACTIONS, DYNAMODB_WRITE_ACTIONS, ROOT, CfnLoader, _as_list, policy_statements

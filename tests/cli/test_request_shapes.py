@@ -22,10 +22,10 @@ import pytest
 from botocore.client import BaseClient
 
 from hexeract_scheduler import ScheduledMessage, ScheduleStatus
-from hexeract_scheduler.contract import CRASH_EXHAUSTED
-from hexeract_scheduler.dynamo import DynamoScheduleStore
-from hexeract_scheduler.lambda_ops import handle_dead_letter
-from hexeract_scheduler.model import LeasedOccurrence
+from hexeract_scheduler.domain.model import LeasedOccurrence
+from hexeract_scheduler.service.dead_letter import handle_dead_letter
+from hexeract_scheduler.store.contract import CRASH_EXHAUSTED
+from hexeract_scheduler.store.dynamo import DynamoScheduleStore
 
 from ..conftest import Backend, Queue, make_worker
 from ..dynamo_rules import check_request

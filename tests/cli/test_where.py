@@ -10,9 +10,9 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.cli import main
-from hexeract_scheduler.stack import TABLE_OUTPUT
+from hexeract_scheduler.aws.clients import ClientFactory
+from hexeract_scheduler.aws.stack import TABLE_OUTPUT
+from hexeract_scheduler.cli.commands import main
 
 from ..conftest import Backend, dead_port, unique
 from .test_cli import add, fails, ok

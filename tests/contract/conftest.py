@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from hexeract_scheduler import InMemoryScheduleStore
-from hexeract_scheduler.model import LeasedOccurrence, Target
-from hexeract_scheduler.sinks import Dispatcher, Outcome
-from hexeract_scheduler.worker import SchedulerWorker, SchedulerWorkerConfig
+from hexeract_scheduler.domain.model import LeasedOccurrence, Target
+from hexeract_scheduler.engine.config import SchedulerWorkerConfig
+from hexeract_scheduler.engine.worker import SchedulerWorker
+from hexeract_scheduler.sinks.batch import Outcome
+from hexeract_scheduler.sinks.dispatcher import Dispatcher
 
 from ..conftest import unique
 
@@ -35,14 +37,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def any_store(store_kind: str, request: pytest.FixtureRequest) -> Any:
     if store_kind == "memory":
         return InMemoryScheduleStore(rng=random.Random(7))
-    from hexeract_scheduler.aws import ClientFactory
-    from hexeract_scheduler.dynamo import DynamoScheduleStore
+    from hexeract_scheduler.aws.clients import ClientFactory
+    from hexeract_scheduler.store.dynamo import DynamoScheduleStore
 
     from ..conftest import dynalite_endpoint
 
     endpoint = request.getfixturevalue("endpoint")
     url = endpoint.url if store_kind == "moto" else dynalite_endpoint(request.config).url
-    from hexeract_scheduler.aws import Connection
+    from hexeract_scheduler.aws.clients import Connection
 
     store = DynamoScheduleStore(unique("contract"), dynamodb=ClientFactory(Connection(endpoint_url=url)).dynamodb())
     store.create_table(shards=4)

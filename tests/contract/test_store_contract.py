@@ -11,9 +11,9 @@ from datetime import timedelta
 import pytest
 
 from hexeract_scheduler import OccurrenceId, ScheduledMessage, ScheduleStatus
-from hexeract_scheduler.contract import CRASH_EXHAUSTED, ScheduleAdmin, ScheduleStore
+from hexeract_scheduler.domain.model import LeasedOccurrence
 from hexeract_scheduler.errors import InvalidInput, NotReplayable, ScheduleNotFound
-from hexeract_scheduler.model import LeasedOccurrence
+from hexeract_scheduler.store.contract import CRASH_EXHAUSTED, ScheduleAdmin, ScheduleStore
 
 from ..conftest import T0
 from .conftest import TARGET, worker_on

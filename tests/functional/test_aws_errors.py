@@ -13,10 +13,10 @@ import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hexeract_scheduler import ScheduledMessage
-from hexeract_scheduler.aws import ClientFactory, Connection
-from hexeract_scheduler.dynamo import DynamoScheduleStore
+from hexeract_scheduler.aws.clients import ClientFactory, Connection
+from hexeract_scheduler.domain.model import LeasedOccurrence, Target, Trigger
 from hexeract_scheduler.errors import CredentialsMissing, EndpointUnreachable, HexeractError
-from hexeract_scheduler.model import LeasedOccurrence, Target, Trigger
+from hexeract_scheduler.store.dynamo import DynamoScheduleStore
 
 from ..conftest import T0, dead_port
 

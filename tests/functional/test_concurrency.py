@@ -12,10 +12,10 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hexeract_scheduler import ScheduledMessage, SchedulerWorker, SchedulerWorkerConfig, SystemClock
-from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.dynamo import DUE_INDEX, DynamoScheduleStore
+from hexeract_scheduler.aws.clients import ClientFactory
 from hexeract_scheduler.errors import RetryableError
-from hexeract_scheduler.sinks import Dispatcher
+from hexeract_scheduler.sinks.dispatcher import Dispatcher
+from hexeract_scheduler.store.dynamo import DUE_INDEX, DynamoScheduleStore
 
 from ..conftest import make_worker
 

@@ -8,15 +8,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from hexeract_scheduler import (
-    NotReplayable,
-    OccurrenceId,
-    ScheduledMessage,
-    ScheduleNotFound,
-    ScheduleStatus,
-)
-from hexeract_scheduler.clock import UTC, from_ms
-from hexeract_scheduler.contract import CRASH_EXHAUSTED
+from hexeract_scheduler import NotReplayable, OccurrenceId, ScheduledMessage, ScheduleNotFound, ScheduleStatus
+from hexeract_scheduler.domain.clock import UTC, from_ms
+from hexeract_scheduler.store.contract import CRASH_EXHAUSTED
 
 from ..conftest import T0, make_queue, make_worker
 

@@ -26,10 +26,10 @@ import yaml
 from aws_lambda_powertools import Logger
 
 from hexeract_scheduler import ScheduledMessage, ScheduleStatus
-from hexeract_scheduler.clock import UTC
+from hexeract_scheduler.domain.clock import UTC
 from hexeract_scheduler.errors import ConfigError, HexeractError, NotReplayable, ScheduleNotFound
-from hexeract_scheduler.lambda_ops import InvalidRequest
-from hexeract_scheduler.settings import ENV_VARS
+from hexeract_scheduler.service.dead_letter import InvalidRequest
+from hexeract_scheduler.service.settings import ENV_VARS
 
 from ..conftest import Backend, make_worker
 from ..faultproxy import fault_proxy

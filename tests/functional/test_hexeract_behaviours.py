@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from hexeract_scheduler import OccurrenceId, ScheduledMessage, ScheduleStatus
+from hexeract_scheduler.engine.config import SchedulerWorkerConfig
 from hexeract_scheduler.errors import ConfigError, StoreError, TableMissing
-from hexeract_scheduler.worker import SchedulerWorkerConfig
 
 from ..conftest import T0, Backend, make_worker
 

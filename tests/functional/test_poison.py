@@ -17,10 +17,10 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hexeract_scheduler import ScheduledMessage, ScheduleStatus
-from hexeract_scheduler.aws import ClientFactory, Connection
-from hexeract_scheduler.clock import to_ms
-from hexeract_scheduler.dynamo import DynamoScheduleStore, shard_of
-from hexeract_scheduler.dynamo import expressions as x
+from hexeract_scheduler.aws.clients import ClientFactory, Connection
+from hexeract_scheduler.domain.clock import to_ms
+from hexeract_scheduler.store.dynamo import DynamoScheduleStore, shard_of
+from hexeract_scheduler.store.dynamo import expressions as x
 
 from ..conftest import Backend, make_worker
 from ..faultproxy import fault_proxy

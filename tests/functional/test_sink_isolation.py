@@ -13,11 +13,11 @@ from datetime import timedelta
 
 import pytest
 
-from hexeract_scheduler import sinks
-from hexeract_scheduler.aws import ClientFactory, Connection
+from hexeract_scheduler.aws.clients import ClientFactory, Connection
+from hexeract_scheduler.domain.model import LeasedOccurrence, Target, Trigger
 from hexeract_scheduler.local import LocalEndpoint
-from hexeract_scheduler.model import LeasedOccurrence, Target, Trigger
-from hexeract_scheduler.sinks import Dispatcher
+from hexeract_scheduler.sinks import batch
+from hexeract_scheduler.sinks.dispatcher import Dispatcher
 
 from ..conftest import T0, Queue, make_queue, unique
 
@@ -66,7 +66,7 @@ def test_sqs_batch_with_a_non_utf8_payload_delivers_the_others(moto):
     queue = make_queue(moto)
     target = Target.parse(queue.target)
     occs = [leased(target, b'{"n": 0}'), leased(target, BAD_UTF8), leased(target, b'{"n": 2}')]
-    assert sinks.chunks(occs) == [[0, 1, 2]]  # one batch: the bad entry would have failed it all
+    assert batch.chunks(occs) == [[0, 1, 2]]  # one batch: the bad entry would have failed it all
 
     out = dispatch(moto, occs)
 
@@ -89,7 +89,7 @@ def test_sns_batch_with_a_non_utf8_payload_delivers_the_others(moto):
 def test_a_batch_the_service_refuses_is_isolated(moto, monkeypatch):
     """moto refuses a whole PublishBatch for one entry with an empty attribute value, as SNS does.
     The local check would catch that entry first, so it is switched off here to reach the service."""
-    monkeypatch.setattr(sinks, "unsendable", lambda occ: None)
+    monkeypatch.setattr(batch, "unsendable", lambda occ: None)
     target, queue = topic_into_queue(moto)
     occs = [leased(target, b'{"n": 0}'), leased(target, b'{"n": 1}', event_type=""), leased(target, b'{"n": 2}')]
     requests: list[int] = []

@@ -18,11 +18,11 @@ import pytest
 from botocore.client import BaseClient
 
 from hexeract_scheduler import ScheduledMessage, ScheduleStatus
-from hexeract_scheduler.clock import to_ms
-from hexeract_scheduler.dynamo import DUE_INDEX, DynamoScheduleStore, shard_of
-from hexeract_scheduler.dynamo.codec import INLINE_LIMIT, item_size
+from hexeract_scheduler.domain.clock import to_ms
+from hexeract_scheduler.domain.model import LeasedOccurrence
 from hexeract_scheduler.errors import InvalidInput
-from hexeract_scheduler.model import LeasedOccurrence
+from hexeract_scheduler.store.dynamo import DUE_INDEX, DynamoScheduleStore, shard_of
+from hexeract_scheduler.store.dynamo.codec import INLINE_LIMIT, item_size
 
 from ..conftest import make_worker
 

@@ -25,8 +25,8 @@ from botocore.client import BaseClient
 
 from bench import cost
 from hexeract_scheduler import ScheduledMessage, ScheduleStatus
-from hexeract_scheduler.dynamo import table_definition
-from hexeract_scheduler.dynamo.codec import item_size
+from hexeract_scheduler.store.dynamo import table_definition
+from hexeract_scheduler.store.dynamo.codec import item_size
 
 from ..conftest import Queue, make_worker
 

@@ -33,13 +33,18 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hexeract_scheduler.aws import ClientFactory, Connection
-from hexeract_scheduler.clock import UTC, SystemClock
-from hexeract_scheduler.dynamo import DUE_INDEX, DynamoScheduleStore
-from hexeract_scheduler.model import LeasedOccurrence, ScheduledMessage, Target, Trigger
-from hexeract_scheduler.occurrence import OccurrenceId
-from hexeract_scheduler.sinks import Dispatcher, Outcome, SnsSink, SqsSink
-from hexeract_scheduler.worker import CycleSummary, SchedulerWorker, SchedulerWorkerConfig
+from hexeract_scheduler.aws.clients import ClientFactory, Connection
+from hexeract_scheduler.domain.clock import UTC, SystemClock
+from hexeract_scheduler.domain.model import LeasedOccurrence, ScheduledMessage, Target, Trigger
+from hexeract_scheduler.domain.occurrence import OccurrenceId
+from hexeract_scheduler.engine.config import SchedulerWorkerConfig
+from hexeract_scheduler.engine.summary import CycleSummary
+from hexeract_scheduler.engine.worker import SchedulerWorker
+from hexeract_scheduler.sinks.batch import Outcome
+from hexeract_scheduler.sinks.dispatcher import Dispatcher
+from hexeract_scheduler.sinks.sns import SnsSink
+from hexeract_scheduler.sinks.sqs import SqsSink
+from hexeract_scheduler.store.dynamo import DUE_INDEX, DynamoScheduleStore
 
 ROOT = Path(__file__).resolve().parents[2]
 CRASH_POINTS = ("claim.before", "claim.after", "send.before", "send.after", "ack.before", "ack.after")

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.contract import CRASH_EXHAUSTED
+from hexeract_scheduler.aws.clients import ClientFactory
+from hexeract_scheduler.store.contract import CRASH_EXHAUSTED
 
 from ..conftest import Backend, unique
 from .harness import Consumer, run_workers, seed_schedules, verify

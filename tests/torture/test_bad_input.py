@@ -24,9 +24,9 @@ from hexeract_scheduler import (
     SchedulerWorkerConfig,
     Trigger,
 )
-from hexeract_scheduler.clock import ManualClock
-from hexeract_scheduler.dynamo import DynamoScheduleStore
-from hexeract_scheduler.model import MAX_PAYLOAD_BYTES
+from hexeract_scheduler.domain.clock import ManualClock
+from hexeract_scheduler.domain.model import MAX_PAYLOAD_BYTES
+from hexeract_scheduler.store.dynamo import DynamoScheduleStore
 
 from ..conftest import Queue
 

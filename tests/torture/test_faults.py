@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.contract import CRASH_EXHAUSTED
+from hexeract_scheduler.aws.clients import ClientFactory
+from hexeract_scheduler.store.contract import CRASH_EXHAUSTED
 
 from ..conftest import Backend, unique
 from .harness import INJECTED, Consumer, run_workers, seed_schedules, verify

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from hexeract_scheduler.aws import ClientFactory
-from hexeract_scheduler.dynamo import shard_of
+from hexeract_scheduler.aws.clients import ClientFactory
+from hexeract_scheduler.store.dynamo import shard_of
 
 from ..conftest import Backend, unique
 from ..poison import CORRUPTIONS

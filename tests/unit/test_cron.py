@@ -5,8 +5,8 @@ from datetime import datetime
 import pytest
 
 from hexeract_scheduler import CronSchedule, InvalidCron
-from hexeract_scheduler.clock import UTC
-from hexeract_scheduler.cron import load_zone
+from hexeract_scheduler.domain.clock import UTC
+from hexeract_scheduler.domain.cron import load_zone
 
 
 def utc(*args: int) -> datetime:

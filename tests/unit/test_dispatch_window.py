@@ -15,14 +15,15 @@ import pytest
 
 from hexeract_scheduler import Dispatcher, InMemoryScheduleStore, ManualClock, ScheduledMessage, SchedulerWorker
 from hexeract_scheduler.errors import ConfigError
-from hexeract_scheduler.lambda_ops import (
+from hexeract_scheduler.service.bounds import SCHEDULER_DELIVERY_WINDOW_SECONDS
+from hexeract_scheduler.service.dispatcher import (
     ON_DEMAND_OVERLAP_SECONDS,
     dispatcher_window,
     next_start_in,
     run_dispatcher,
     scheduled_time,
 )
-from hexeract_scheduler.settings import ON_DEMAND, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
+from hexeract_scheduler.service.settings import ON_DEMAND, Settings
 
 TARGET = "sqs:arn:aws:sqs:eu-west-1:123456789012:q"
 START = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)

@@ -15,9 +15,9 @@ from hexeract_scheduler import (
     Target,
     retry_delay,
 )
-from hexeract_scheduler.clock import UTC, rfc3339, to_ms
-from hexeract_scheduler.model import MAX_PAYLOAD_BYTES, parse_schedule_id
-from hexeract_scheduler.shards import parse_shards
+from hexeract_scheduler.domain.clock import UTC, rfc3339, to_ms
+from hexeract_scheduler.domain.model import MAX_PAYLOAD_BYTES, parse_schedule_id
+from hexeract_scheduler.domain.shards import parse_shards
 
 Q = "sqs:https://sqs.eu-west-1.amazonaws.com/123456789012/orders"
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hexeract_scheduler import OccurrenceId
-from hexeract_scheduler.occurrence import epoch_offset_ns
+from hexeract_scheduler.domain.occurrence import epoch_offset_ns
 
 # Computed with the Rust `uuid` crate, as hexeract derives them (docs/contracts.md#occurrence-id).
 VECTORS_FILE = Path(__file__).resolve().parents[1] / "data" / "occurrence_id_vectors.json"

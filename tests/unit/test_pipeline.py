@@ -22,8 +22,8 @@ from hexeract_scheduler import (
     SchedulerWorker,
     SchedulerWorkerConfig,
 )
+from hexeract_scheduler.domain.model import ScheduleStatus
 from hexeract_scheduler.errors import ConfigError
-from hexeract_scheduler.model import ScheduleStatus
 
 TARGET = "sqs:arn:aws:sqs:eu-west-1:123456789012:q"
 

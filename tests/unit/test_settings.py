@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from hexeract_scheduler.bounds import (
+from hexeract_scheduler.errors import ConfigError
+from hexeract_scheduler.service.bounds import (
     BOUNDS,
     LAMBDA_MAX_SECONDS,
     MAX_BATCH_SIZE,
@@ -17,8 +18,7 @@ from hexeract_scheduler.bounds import (
     MAX_RETRY_DELAY_MS,
     SCHEDULER_DELIVERY_WINDOW_SECONDS,
 )
-from hexeract_scheduler.errors import ConfigError
-from hexeract_scheduler.settings import ENV_VARS, Settings
+from hexeract_scheduler.service.settings import ENV_VARS, Settings
 
 from ..limits import memory_headroom
 

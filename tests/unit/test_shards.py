@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from hexeract_scheduler.domain.shards import MAX_SHARDS, parse_shards
 from hexeract_scheduler.errors import ConfigError
-from hexeract_scheduler.shards import MAX_SHARDS, parse_shards
 
 from ..limits import memory_headroom
 

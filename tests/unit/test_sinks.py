@@ -15,9 +15,13 @@ from botocore.exceptions import ClientError
 from botocore.stub import ANY, Stubber
 
 from hexeract_scheduler import Target, Trigger
-from hexeract_scheduler.clock import UTC
-from hexeract_scheduler.model import LeasedOccurrence
-from hexeract_scheduler.sinks import MAX_BATCH_BYTES, Dispatcher, SnsSink, SqsSink, chunks, unsendable
+from hexeract_scheduler.domain.clock import UTC
+from hexeract_scheduler.domain.model import LeasedOccurrence
+from hexeract_scheduler.sinks.batch import MAX_BATCH_BYTES, chunks
+from hexeract_scheduler.sinks.dispatcher import Dispatcher
+from hexeract_scheduler.sinks.refusals import unsendable
+from hexeract_scheduler.sinks.sns import SnsSink
+from hexeract_scheduler.sinks.sqs import SqsSink
 
 AT = datetime(2026, 12, 2, 10, tzinfo=UTC)
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/orders"

@@ -27,7 +27,14 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from hexeract_scheduler.errors import ConfigError, CredentialsMissing, EndpointUnreachable, RetryableError, StoreError, TableMissing
+from hexeract_scheduler.errors import (
+    ConfigError,
+    CredentialsMissing,
+    EndpointUnreachable,
+    RetryableError,
+    StoreError,
+    TableMissing,
+)
 
 RETRYABLE_CODES = frozenset(
     {

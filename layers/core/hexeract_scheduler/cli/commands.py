@@ -18,27 +18,32 @@ are mapped to messages in one place: :meth:`HexeractGroup.invoke`.
 from __future__ import annotations
 
 import json
-from concurrent.futures import Executor
-from typing import Any
 
 import click
 
-from hexeract_scheduler.cli import render
 from hexeract_scheduler.aws.clients import ClientFactory, Connection
-from hexeract_scheduler.cli.options import OPENED_KEY, Opened, StoreRef, format_option, limit_option, nothing_to, report_skipped, store_options
+from hexeract_scheduler.aws.stack import stack_table_name
+from hexeract_scheduler.cli import render
 from hexeract_scheduler.cli.errors import CliError, HexeractGroup, Interrupted
+from hexeract_scheduler.cli.options import (
+    OPENED_KEY,
+    Opened,
+    StoreRef,
+    format_option,
+    limit_option,
+    nothing_to,
+    report_skipped,
+    store_options,
+)
 from hexeract_scheduler.cli.parse import MAX_FOR_SECONDS, check_for_seconds, check_shards, parse_when, read_payload
 from hexeract_scheduler.cli.worker import run_until_stopped, worker_logging
 from hexeract_scheduler.domain.clock import Clock, SystemClock, rfc3339
-from hexeract_scheduler.concurrency import DaemonExecutor
-from hexeract_scheduler.store.contract import Schedules
-from hexeract_scheduler.store.dynamo import DEFAULT_SHARDS, DEFAULT_TABLE, DynamoScheduleStore
 from hexeract_scheduler.domain.model import ScheduledMessage, parse_schedule_id
 from hexeract_scheduler.domain.shards import MAX_SHARDS
-from hexeract_scheduler.sinks.dispatcher import Dispatcher
-from hexeract_scheduler.aws.stack import stack_table_name
-from hexeract_scheduler.engine.worker import SchedulerWorker
 from hexeract_scheduler.engine.config import SchedulerWorkerConfig
+from hexeract_scheduler.service.compose import build_dispatcher, build_store
+from hexeract_scheduler.store.contract import Schedules
+from hexeract_scheduler.store.dynamo import DEFAULT_SHARDS, DEFAULT_TABLE, DynamoScheduleStore
 
 # The CLI fails fast on an endpoint that does not answer: a person is waiting.
 CLI_CONNECT_TIMEOUT = 3.0
@@ -62,27 +67,24 @@ def clients_for(
     )
 
 
-def open_store(where: StoreRef, clients: ClientFactory | None = None, **config: Any) -> Schedules:
-    """The store every command works on, through the store contracts only (``config``: see
-    ``_open_table``)."""
-    return _open_table(where, clients, **config)
-
-
-def _open_table(
-    where: StoreRef,
-    clients: ClientFactory | None = None,
-    *,
-    read_shards: tuple[int, ...] | None = None,
-    executor: Executor | None = None,
-) -> DynamoScheduleStore:
-    """The composition root of the command line: the one place the DynamoDB store is built, on
-    the table ``--table`` names, or ``--stack``'s (read from its outputs), or the default one."""
-    clients = clients or clients_for(where.conn)
+def table_name(where: StoreRef, clients: ClientFactory) -> str:
+    """The table ``--table`` names, or ``--stack``'s (read from its outputs), or the default one;
+    remembered for the error message if it turns out to be missing."""
     table = stack_table_name(clients.cloudformation(), where.stack) if where.stack else where.table or DEFAULT_TABLE
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
-        ctx.meta[OPENED_KEY] = Opened(table, where)  # for the error message if the table is missing
-    return DynamoScheduleStore(table, dynamodb=clients.dynamodb(), read_shards=read_shards, executor=executor)
+        ctx.meta[OPENED_KEY] = Opened(table, where)
+    return table
+
+
+def open_store(where: StoreRef) -> Schedules:
+    """The store every command works on, through the store contracts only."""
+    return _open_table(where)
+
+
+def _open_table(where: StoreRef) -> DynamoScheduleStore:
+    clients = clients_for(where.conn)
+    return build_store(table_name(where, clients), clients)
 
 
 # -- the commands ---------------------------------------------------------------------------
@@ -264,18 +266,14 @@ def worker(
     """Run the dispatcher loop here; prints a one-line JSON summary when it stops."""
     if once and for_seconds is not None:
         raise click.UsageError("give at most one of --once and --for SECONDS")
-    config = SchedulerWorkerConfig()
     clients = clients_for(where.conn, retries=WORKER_RETRIES, read_timeout=WORKER_READ_TIMEOUT)
-    pool = DaemonExecutor(config.concurrency)  # a hung request never holds the exit
-    store = open_store(where, clients, read_shards=shards, executor=pool)
-    try:
-        with (
-            worker_logging(verbose),
-            SchedulerWorker(store, Dispatcher.for_clients(clients), config, clock=_clock, executor=pool) as w,
-        ):
-            summary, interrupted = (w.run_once(), False) if once else run_until_stopped(w, for_seconds)
-    finally:
-        pool.shutdown()
+    table = table_name(where, clients)
+    # hexeract's worker defaults; daemon threads, so a hung request never holds the exit.
+    dispatcher = build_dispatcher(
+        table, clients, SchedulerWorkerConfig(), read_shards=shards, clock=_clock, daemon_threads=True
+    )
+    with worker_logging(verbose), dispatcher as w:
+        summary, interrupted = (w.run_once(), False) if once else run_until_stopped(w, for_seconds)
     click.echo(json.dumps(summary.as_dict()))
     if interrupted:  # stopped by Ctrl-C, which it reported when it came
         raise Interrupted("")

@@ -84,5 +84,3 @@ def missing_table(opened: Opened) -> str:
         "(env HEXERACT_STACK, HEXERACT_TABLE); `hexeract scheduler table create` makes a new table, "
         "which no deployed dispatcher reads"
     )
-
-

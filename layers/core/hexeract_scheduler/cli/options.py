@@ -40,7 +40,6 @@ class Opened:
     where: StoreRef
 
 
-
 def store_options(fn: F) -> F:
     """``--conn``, and ``--table`` or ``--stack``, on every leaf command of ``scheduler``: the
     command receives them as one ``where: StoreRef``."""

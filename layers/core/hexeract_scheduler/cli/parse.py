@@ -14,8 +14,8 @@ from typing import Any
 import click
 
 from hexeract_scheduler.domain.clock import UTC
-from hexeract_scheduler.errors import ConfigError, InvalidInput
 from hexeract_scheduler.domain.shards import parse_shards
+from hexeract_scheduler.errors import ConfigError, InvalidInput
 
 # worker --for: at most a leap year (omit it to run until stopped).
 MAX_FOR_SECONDS = 366 * 86400

@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 
 from hexeract_scheduler.domain.clock import rfc3339
-from hexeract_scheduler.errors import one_line
 from hexeract_scheduler.domain.model import ScheduleSnapshot
+from hexeract_scheduler.errors import one_line
 
 LAST_ERROR_CHARS = 40
 EMPTY = "-"

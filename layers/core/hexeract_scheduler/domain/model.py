@@ -13,9 +13,9 @@ from uuid6 import uuid7
 from hexeract_scheduler.domain.checks import SQS_INVALID_CHARS, check_int
 from hexeract_scheduler.domain.clock import UTC, rfc3339, truncate_ms
 from hexeract_scheduler.domain.cron import CronSchedule
-from hexeract_scheduler.errors import InvalidInput
 from hexeract_scheduler.domain.occurrence import OccurrenceId
 from hexeract_scheduler.domain.target import Target
+from hexeract_scheduler.errors import InvalidInput
 
 # SNS caps a whole message (body + attributes) at 256 KiB; keep 1 KiB of it for the five
 # contract attributes so a payload accepted here is always sendable to either sink.

@@ -9,11 +9,11 @@ from datetime import datetime
 from typing import Any
 
 from hexeract_scheduler.domain.clock import rfc3339
-from hexeract_scheduler.store.contract import ScheduleStore
-from hexeract_scheduler.errors import HexeractError
 from hexeract_scheduler.domain.model import LeasedOccurrence
-from hexeract_scheduler.sinks.batch import Outcome
 from hexeract_scheduler.engine.config import SchedulerWorkerConfig, retry_delay
+from hexeract_scheduler.errors import HexeractError
+from hexeract_scheduler.sinks.batch import Outcome
+from hexeract_scheduler.store.contract import ScheduleStore
 
 log = logging.getLogger("hexeract_scheduler")
 

@@ -9,15 +9,15 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
-from hexeract_scheduler.domain.clock import Clock, SystemClock, from_ms, to_ms
 from hexeract_scheduler.concurrency import DaemonExecutor, InFlight, map_concurrently, no_answer
-from hexeract_scheduler.store.contract import CRASH_EXHAUSTED, ClaimBatch, ScheduleStore
-from hexeract_scheduler.errors import ConfigError, EndpointUnreachable, RetryableError, TableMissing
+from hexeract_scheduler.domain.clock import Clock, SystemClock, from_ms, to_ms
 from hexeract_scheduler.domain.model import LeasedOccurrence
-from hexeract_scheduler.engine.settle import Settled, occurrence_keys, settle
-from hexeract_scheduler.sinks.dispatcher import Dispatcher
-from hexeract_scheduler.engine.summary import CycleSummary
 from hexeract_scheduler.engine.config import SchedulerWorkerConfig, retry_delay
+from hexeract_scheduler.engine.settle import Settled, occurrence_keys, settle
+from hexeract_scheduler.engine.summary import CycleSummary
+from hexeract_scheduler.errors import ConfigError, EndpointUnreachable, RetryableError, TableMissing
+from hexeract_scheduler.sinks.dispatcher import Dispatcher
+from hexeract_scheduler.store.contract import CRASH_EXHAUSTED, ClaimBatch, ScheduleStore
 
 __all__ = ["CycleSummary", "SchedulerWorker", "SchedulerWorkerConfig", "Settled", "retry_delay"]
 
@@ -46,13 +46,14 @@ class SchedulerWorker:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         executor: Executor | None = None,
+        owns_executor: bool = False,
     ) -> None:
         self.store = store
         self.dispatcher = dispatcher
         self.config = config or SchedulerWorkerConfig()
         self.clock: Clock = clock or SystemClock()
         self.rng = rng or random.Random()
-        self._own_executor = executor is None
+        self._own_executor = executor is None or owns_executor  # close() shuts it down
         self.executor = executor or ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="hexeract")
         self._stop = threading.Event()
         self._ready: str | None = None

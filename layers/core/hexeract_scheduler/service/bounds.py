@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from hexeract_scheduler.errors import ConfigError
 from hexeract_scheduler.domain.shards import MAX_SHARDS
+from hexeract_scheduler.errors import ConfigError
 
 # EventBridge Scheduler invokes a target within about a minute of its scheduled time, even with
 # FlexibleTimeWindow OFF.

@@ -14,9 +14,9 @@ from typing import Any
 
 from hexeract_scheduler.domain.checks import is_int_in
 from hexeract_scheduler.domain.clock import Clock
-from hexeract_scheduler.store.contract import MAX_LIST_LIMIT, ScheduleAdmin
-from hexeract_scheduler.errors import InvalidInput
 from hexeract_scheduler.domain.model import parse_schedule_id
+from hexeract_scheduler.errors import InvalidInput
+from hexeract_scheduler.store.contract import MAX_LIST_LIMIT, ScheduleAdmin
 
 log = logging.getLogger("hexeract_scheduler")
 

@@ -5,21 +5,16 @@ starts. The handler is a few lines of wiring over this module and ``service.comp
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hexeract_scheduler.domain.checks import is_int_in
 from hexeract_scheduler.domain.clock import Clock, to_ms
-from hexeract_scheduler.store.contract import MAX_LIST_LIMIT, ScheduleAdmin
-from hexeract_scheduler.errors import InvalidInput
-from hexeract_scheduler.domain.model import parse_schedule_id
-from hexeract_scheduler.service.bounds import SCHEDULER_DELIVERY_WINDOW_SECONDS
-from hexeract_scheduler.service.settings import Settings
 from hexeract_scheduler.engine.summary import CycleSummary
 from hexeract_scheduler.engine.worker import SchedulerWorker
+from hexeract_scheduler.service.bounds import SCHEDULER_DELIVERY_WINDOW_SECONDS
+from hexeract_scheduler.service.settings import Settings
 
 log = logging.getLogger("hexeract_scheduler")
 
@@ -133,5 +128,3 @@ def run_dispatcher(
             publish(chunk)
         if chunk.cycles < cycles:  # the deadline, stop() or (on demand) nothing more due ended it
             return total
-
-

@@ -14,8 +14,8 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
 
-from hexeract_scheduler.service.settings import Settings
 from hexeract_scheduler.engine.summary import COUNTERS, CycleSummary
+from hexeract_scheduler.service.settings import Settings
 
 CORE_LOGGER = "hexeract_scheduler"
 # EMF holds at most 100 values per metric in one record.

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
 
-from hexeract_scheduler.service.bounds import BOUNDS, LAMBDA_MAX_SECONDS, SCHEDULER_DELIVERY_WINDOW_SECONDS
-from hexeract_scheduler.errors import ConfigError
 from hexeract_scheduler.domain.shards import check_partition, format_shards, parse_shard_ranges, parse_shards
 from hexeract_scheduler.engine.config import SchedulerWorkerConfig
+from hexeract_scheduler.errors import ConfigError
+from hexeract_scheduler.service.bounds import BOUNDS, LAMBDA_MAX_SECONDS, SCHEDULER_DELIVERY_WINDOW_SECONDS
 
 T = TypeVar("T")
 

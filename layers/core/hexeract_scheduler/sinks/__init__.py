@@ -19,7 +19,6 @@ A bad entry fails alone:
   entry it carried, as one failed attempt each: the worker retries them with backoff.
 """
 
-
 from __future__ import annotations
 
 from hexeract_scheduler.sinks.batch import BatchSink, Outcome, Sink, chunks, message_attributes

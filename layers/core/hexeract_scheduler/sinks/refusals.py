@@ -10,9 +10,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hexeract_scheduler.aws.translate import error_code, translate
-from hexeract_scheduler.errors import HexeractError, RetryableError
 from hexeract_scheduler.domain.checks import SQS_INVALID_CHARS
 from hexeract_scheduler.domain.model import LeasedOccurrence, Target
+from hexeract_scheduler.errors import HexeractError, RetryableError
 
 # Refusals that name the target or the caller, never one entry: resending entry by entry would only
 # repeat them once per entry. SQS codes are compared without their ``AWS.SimpleQueueService.`` prefix;

@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from hexeract_scheduler.domain.checks import check_int
-from hexeract_scheduler.errors import one_line
 from hexeract_scheduler.domain.model import LeasedOccurrence, ScheduledMessage, ScheduleSnapshot
+from hexeract_scheduler.errors import one_line
 
 CRASH_EXHAUSTED = "attempt budget exhausted by a crashed worker"
 # The most rows one listing returns (the command line's --limit, the dead-letter function's limit).

@@ -21,9 +21,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from hexeract_scheduler.domain.clock import to_ms, truncate_ms
-from hexeract_scheduler.store.contract import CRASH_EXHAUSTED, ClaimBatch, Listing, check_limit, short_error
+from hexeract_scheduler.domain.model import (
+    LeasedOccurrence,
+    ScheduledMessage,
+    ScheduleSnapshot,
+    ScheduleStatus,
+    parse_schedule_id,
+)
 from hexeract_scheduler.errors import InvalidInput, NotReplayable, ScheduleNotFound
-from hexeract_scheduler.domain.model import LeasedOccurrence, ScheduledMessage, ScheduleSnapshot, ScheduleStatus, parse_schedule_id
+from hexeract_scheduler.store.contract import CRASH_EXHAUSTED, ClaimBatch, Listing, check_limit, short_error
 
 __all__ = ["InMemoryScheduleStore"]
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from hexeract_scheduler.store.dynamo.admin import AdminOps
 from hexeract_scheduler.store.dynamo.claims import ClaimOps
-from hexeract_scheduler.store.dynamo.schema import DEAD_LETTER_INDEX, DEFAULT_SHARDS, DEFAULT_TABLE, DUE_INDEX, shard_of, table_definition
+from hexeract_scheduler.store.dynamo.schema import (
+    DEAD_LETTER_INDEX,
+    DEFAULT_SHARDS,
+    DEFAULT_TABLE,
+    DUE_INDEX,
+    shard_of,
+    table_definition,
+)
 
 
 class DynamoScheduleStore(AdminOps, ClaimOps):

@@ -11,14 +11,21 @@ from botocore.exceptions import ClientError
 
 from hexeract_scheduler.aws.translate import aws_errors, error_code
 from hexeract_scheduler.domain.clock import from_ms, to_ms
-from hexeract_scheduler.store.contract import Listing, check_limit
-from hexeract_scheduler.errors import InvalidInput, NotReplayable, ScheduleNotFound, UnreadableItem
 from hexeract_scheduler.domain.model import ScheduledMessage, ScheduleSnapshot, ScheduleStatus, parse_schedule_id
+from hexeract_scheduler.errors import InvalidInput, NotReplayable, ScheduleNotFound, UnreadableItem
+from hexeract_scheduler.store.contract import Listing, check_limit
 from hexeract_scheduler.store.dynamo import expressions as x
 from hexeract_scheduler.store.dynamo.base import DynamoBase
 from hexeract_scheduler.store.dynamo.codec import DueEntry, ItemReader, entry_of, item_of, key, snapshot_of
 from hexeract_scheduler.store.dynamo.expressions import n, names, s
-from hexeract_scheduler.store.dynamo.schema import DEAD_LETTER_INDEX, DEAD_LETTER_PK, DUE_INDEX, PAUSED_PREFIX, due_partition, paused_partition
+from hexeract_scheduler.store.dynamo.schema import (
+    DEAD_LETTER_INDEX,
+    DEAD_LETTER_PK,
+    DUE_INDEX,
+    PAUSED_PREFIX,
+    due_partition,
+    paused_partition,
+)
 
 
 class AdminOps(DynamoBase):

@@ -13,11 +13,17 @@ from botocore.exceptions import ClientError
 
 from hexeract_scheduler.aws.translate import aws_errors, error_code
 from hexeract_scheduler.domain.checks import is_int_in
-from hexeract_scheduler.errors import ConfigError, ScheduleNotFound
 from hexeract_scheduler.domain.shards import MAX_SHARDS, format_shards
+from hexeract_scheduler.errors import ConfigError, ScheduleNotFound
 from hexeract_scheduler.store.dynamo.codec import key
 from hexeract_scheduler.store.dynamo.expressions import EXISTS, INSERT_CONDITION, n, names, s
-from hexeract_scheduler.store.dynamo.schema import DEFAULT_SHARDS, DEFAULT_TABLE, META_ID, check_shards, table_definition
+from hexeract_scheduler.store.dynamo.schema import (
+    DEFAULT_SHARDS,
+    DEFAULT_TABLE,
+    META_ID,
+    check_shards,
+    table_definition,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

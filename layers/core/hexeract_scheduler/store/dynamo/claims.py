@@ -14,11 +14,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hexeract_scheduler.aws.translate import aws_errors, error_code
-from hexeract_scheduler.domain.clock import from_ms, to_ms
 from hexeract_scheduler.concurrency import map_concurrently, no_answer
-from hexeract_scheduler.store.contract import CRASH_EXHAUSTED, ClaimBatch, short_error
-from hexeract_scheduler.errors import HexeractError, RetryableError, UnreadableItem
+from hexeract_scheduler.domain.clock import from_ms, to_ms
 from hexeract_scheduler.domain.model import LeasedOccurrence, ScheduleStatus
+from hexeract_scheduler.errors import HexeractError, RetryableError, UnreadableItem
+from hexeract_scheduler.store.contract import CRASH_EXHAUSTED, ClaimBatch, short_error
 from hexeract_scheduler.store.dynamo import expressions as x
 from hexeract_scheduler.store.dynamo.codec import DueEntry, ItemReader, entry_of, key, occurrence_of, payload_ref
 from hexeract_scheduler.store.dynamo.expressions import dead_values, n, names, s

@@ -18,8 +18,15 @@ from typing import Any
 
 from hexeract_scheduler.domain.clock import from_ms, to_ms
 from hexeract_scheduler.domain.cron import CronSchedule
+from hexeract_scheduler.domain.model import (
+    LeasedOccurrence,
+    ScheduledMessage,
+    ScheduleSnapshot,
+    ScheduleStatus,
+    Target,
+    Trigger,
+)
 from hexeract_scheduler.errors import HexeractError, UnreadableItem
-from hexeract_scheduler.domain.model import LeasedOccurrence, ScheduledMessage, ScheduleSnapshot, ScheduleStatus, Target, Trigger
 from hexeract_scheduler.store.dynamo.expressions import n, s
 from hexeract_scheduler.store.dynamo.schema import payload_key
 

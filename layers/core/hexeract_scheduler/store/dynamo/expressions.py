@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from hexeract_scheduler.domain.clock import to_ms
-from hexeract_scheduler.store.contract import short_error
 from hexeract_scheduler.domain.model import ScheduleStatus
+from hexeract_scheduler.store.contract import short_error
 from hexeract_scheduler.store.dynamo.schema import DEAD_LETTER_PK
 
 PENDING, PAUSED = ScheduleStatus.PENDING.value, ScheduleStatus.PAUSED.value

@@ -27,8 +27,8 @@ import uuid
 from typing import Any
 
 from hexeract_scheduler.domain.checks import is_int_in
-from hexeract_scheduler.errors import ConfigError
 from hexeract_scheduler.domain.shards import MAX_SHARDS
+from hexeract_scheduler.errors import ConfigError
 
 DEFAULT_TABLE = "hexeract-schedules"
 DEFAULT_SHARDS = 4
