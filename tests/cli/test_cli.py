@@ -415,7 +415,7 @@ def test_worker_verbose_log_lines_carry_the_schedule_and_occurrence_ids(hexeract
         "sent": ["claimed: attempt 1 of 5", "sent"],
         "cron": ["claimed: attempt 1 of 5", "sent", "rescheduled: next occurrence at "],
         "retried": ["claimed: attempt 1 of 2", "attempt 1 failed, retry in "],
-        "dead": ["claimed: attempt 1 of 1", "dead-lettered after 1 attempts: "],
+        "dead": ["claimed: attempt 1 of 1", "dead-lettered after 1 attempt: "],
     }
     lines = result.stderr.splitlines()
     for name, events in expected.items():

@@ -18,7 +18,7 @@ from hexeract_scheduler.service.bounds import (
     MAX_RETRY_DELAY_MS,
     SCHEDULER_DELIVERY_WINDOW_SECONDS,
 )
-from hexeract_scheduler.service.settings import ENV_VARS, Settings
+from hexeract_scheduler.service.settings import ENV_VARS, VARIABLES, Settings
 
 from ..limits import memory_headroom
 
@@ -132,3 +132,42 @@ def test_every_numeric_variable_has_a_bound():
     }
     assert numeric == set(BOUNDS)
     assert set(BOUNDS) <= set(ENV_VARS)
+
+
+@pytest.mark.parametrize(
+    ("env", "fields"),
+    [
+        ({"LEASE_SECONDS": "five"}, ("LEASE_SECONDS",)),
+        ({"DISPATCH_MODE": "sometimes"}, ("DISPATCH_MODE",)),
+        ({"DISPATCHER_SHARDS": "3-1"}, ("DISPATCHER_SHARDS",)),
+        ({"DISPATCHER_SHARDS": "0-9"}, ("DISPATCHER_SHARDS", "SHARD_COUNT")),
+        ({"LEASE_SECONDS": "4", "BATCH_SIZE": "10"}, ("LEASE_SECONDS", "BATCH_SIZE", "DISPATCH_TIMEOUT_SECONDS")),
+        ({"RETRY_BASE_DELAY_MS": "5000", "RETRY_MAX_DELAY_MS": "1000"}, ("RETRY_MAX_DELAY_MS", "RETRY_BASE_DELAY_MS")),
+        (
+            {"DISPATCH_PERIOD_MINUTES": "5", "RUN_SECONDS": "300"},
+            ("RUN_SECONDS", "DISPATCH_PERIOD_MINUTES", "DISPATCH_TIMEOUT_SECONDS"),
+        ),
+    ],
+)
+def test_a_configuration_error_names_its_variables_as_fields_not_only_in_its_message(env, fields):
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({**BASE, **env})
+    assert (info.value.field, info.value.fields) == (fields[0], fields)
+    assert str(info.value).startswith(fields[0])
+
+
+def test_one_table_lists_every_variable_and_from_env_reads_no_other():
+    class Recording(dict):
+        def get(self, key, default=None):
+            asked.append(key)
+            return super().get(key, default)
+
+    asked: list[str] = []
+    Settings.from_env(Recording(BASE))
+    assert asked == [v.env for v in VARIABLES]
+    assert [v.field for v in VARIABLES] == [f for f in Settings.__dataclass_fields__ if f != "source"]
+
+
+@pytest.mark.parametrize("var", VARIABLES, ids=lambda v: v.env)
+def test_every_variable_says_what_it_accepts_and_means(var):
+    assert var.accepted and var.meaning and var.parameter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hexeract_scheduler.errors import InvalidInput
+from hexeract_scheduler.errors import ConfigError, InvalidInput
 
 # Characters outside what SQS accepts in a message body or attribute (SNS accepts a superset, and a
 # topic may fan out to queues): one expression for the model and for the sinks.
@@ -29,6 +29,7 @@ def check_int(
     """``value`` if ``is_int_in(value, minimum, maximum)``, else ``error`` naming it."""
     if not is_int_in(value, minimum, maximum):
         bounds = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
-        raise error(f"{name} must be an integer {bounds}, got {value!r}")
+        message = f"{name} must be an integer {bounds}, got {value!r}"
+        raise ConfigError(message, name) if issubclass(error, ConfigError) else error(message)
     assert isinstance(value, int)
     return value

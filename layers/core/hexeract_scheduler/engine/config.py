@@ -40,28 +40,35 @@ class SchedulerWorkerConfig:
             value = getattr(self, f.name)
             if isinstance(value, timedelta):
                 if value < timedelta(0):
-                    raise ConfigError(f"{f.name} must not be negative, got {value}")
+                    raise ConfigError(f"{f.name} must not be negative, got {value}", f.name)
                 if value == timedelta(0) and f.name != "min_cycle_delay":
-                    raise ConfigError(f"{f.name} must be non-zero")
+                    raise ConfigError(f"{f.name} must be non-zero", f.name)
         check_int(self.batch_size, "batch_size", 1, error=ConfigError)
         check_int(self.concurrency, "concurrency", 1, error=ConfigError)
         if self.batches_in_flight is not None:
             check_int(self.batches_in_flight, "batches_in_flight", 1, error=ConfigError)
         if self.retry_max_delay < self.retry_base_delay:
             raise ConfigError(
-                f"retry_max_delay ({self.retry_max_delay}) must be >= retry_base_delay ({self.retry_base_delay})"
+                f"retry_max_delay ({self.retry_max_delay}) must be >= retry_base_delay ({self.retry_base_delay})",
+                "retry_max_delay",
+                "retry_base_delay",
             )
         try:
             batch_time = self.dispatch_timeout * self.batch_size
         except OverflowError:
             raise ConfigError(
                 f"batch_size ({self.batch_size}) x dispatch_timeout ({self.dispatch_timeout}) is too large a duration; "
-                f"the lease must cover a whole batch"
+                f"the lease must cover a whole batch",
+                "batch_size",
+                "dispatch_timeout",
             ) from None
         if self.lease < batch_time:
             raise ConfigError(
                 f"lease ({self.lease}) must cover a whole batch: >= batch_size ({self.batch_size}) x "
-                f"dispatch_timeout ({self.dispatch_timeout}) = {batch_time}"
+                f"dispatch_timeout ({self.dispatch_timeout}) = {batch_time}",
+                "lease",
+                "batch_size",
+                "dispatch_timeout",
             )
 
     @property

@@ -48,7 +48,8 @@ def settle(
                 log.info("rescheduled: next occurrence at %s", rfc3339(nxt), extra=occurrence_keys(occ))
             return Settled.RESCHEDULED, applied
         if occ.is_exhausted:
-            log.warning("dead-lettered after %d attempts: %s", occ.attempt, outcome, extra=occurrence_keys(occ))
+            attempts = "1 attempt" if occ.attempt == 1 else f"{occ.attempt} attempts"
+            log.warning("dead-lettered after %s: %s", attempts, outcome, extra=occurrence_keys(occ))
             return Settled.DEAD_LETTERED, store.mark_dead_lettered(occ, outcome, now)
         delay = retry_delay(occ.attempt, config, rng)
         log.info(

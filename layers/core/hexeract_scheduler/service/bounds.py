@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 from hexeract_scheduler.domain.shards import MAX_SHARDS
-from hexeract_scheduler.errors import ConfigError
 
 # EventBridge Scheduler invokes a target within about a minute of its scheduled time, even with
 # FlexibleTimeWindow OFF.
@@ -15,7 +14,7 @@ SCHEDULER_DELIVERY_WINDOW_SECONDS = 60
 LAMBDA_MAX_SECONDS = 900
 
 # Upper bounds of the numeric settings, far above what a deployment needs and low enough that no
-# duration built from them can overflow (README.md#configuration has the same reasons):
+# duration built from them can overflow (docs/configuration.md gives the same reasons):
 # - lease, 12 h: the longest SQS visibility timeout. An occurrence claimed by a crashed run waits
 #   a whole lease before another run claims it, so a longer lease only delays that recovery.
 # - batch size, 1000: a thousand conditional claim writes and a hundred 10-entry SendMessageBatch
@@ -60,11 +59,6 @@ class Bound:
         if isinstance(value, float) and not math.isfinite(value):
             return False
         return (self.least < value if self.open_least else self.least <= value) and value <= self.most
-
-    def check(self, var: str, value: object, shown: str) -> None:
-        """A ConfigError naming ``var`` and showing ``shown`` (the text read) unless accepted."""
-        if not self.accepts(value):
-            raise ConfigError(f"{var}: expected {self.describe()}, got {shown}")
 
 
 BOUNDS: dict[str, Bound] = {

@@ -1,9 +1,13 @@
 """Lambda configuration: environment variables read once, at cold start, into a validated object.
 
-Every variable is declared once, in ``template.yaml`` ``Globals.Function.Environment.Variables``;
-nothing else in the package reads the environment. A bad value raises :class:`ConfigError` with
-one line naming the variable, so a misconfigured deployment fails at its first invocation with a
-message that says what to fix (docs/contracts.md#lambda-functions).
+Every variable is listed once, in :data:`VARIABLES` (the environment variable, the ``Settings``
+field it sets, the template parameter that sets it, what it accepts and means); ``template.yaml``
+declares the same list in ``Globals`` and docs/configuration.md is rendered from it. Nothing else in
+the package reads the environment. :meth:`Settings.from_env` only reads text into values (a text
+that is not a number is refused there); every rule is checked once, in ``Settings.__post_init__``,
+so values given in code meet the same rules. A bad value raises :class:`ConfigError` with one line
+naming the variable (``field``), so a misconfigured deployment fails at its first invocation with a
+message that says what to fix.
 
 Coverage arithmetic (docs/deploy.md). EventBridge Scheduler starts the dispatcher every
 ``DISPATCH_PERIOD_MINUTES``, but even with its flexible window off it only promises to invoke
@@ -14,80 +18,202 @@ runs overlap, and no instant is left without a polling dispatcher, when::
     RUN_SECONDS - DISPATCH_TIMEOUT_SECONDS >= DISPATCH_PERIOD_MINUTES * 60 + 60
 
 and the function's ``Timeout`` is at least ``RUN_SECONDS + STOP_MARGIN_SECONDS`` plus the cold
-start. Overlapping runs are safe: claims are conditional writes with leases.
-
-``DISPATCH_MODE=on-demand`` (the template starts a run every minute then) keeps the same
-inequality: a run stays while something is due before the latest instant the next run may start
-(its own scheduled start + one period + the delivery window), so ``RUN_SECONDS`` must let it stay
-that long and one dispatch timeout more (``lambda_ops.dispatcher_window``).
+start. Overlapping runs are safe: claims are conditional writes with leases. ``DISPATCH_MODE=on-demand``
+(a run every minute) keeps the same inequality: a run stays while something is due before the
+latest instant the next run may start, so ``RUN_SECONDS`` must let it stay that long and one
+dispatch timeout more (``service.dispatcher.dispatcher_window``).
 
 ``DISPATCHER_SHARD_RANGES`` lists every dispatcher's shards (the template's
 ``DispatcherShardRanges``); each dispatcher checks at cold start that the ranges split the table's
 shards, every shard in exactly one, and that its own ``DISPATCHER_SHARDS`` is one of them.
-
-Every number has an upper bound (``BOUNDS``, the README's configuration table) that no real
-deployment reaches, so that a typo such as ``LEASE_SECONDS=100000000000000000000`` is refused by
-name instead of overflowing a duration later.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any
 
 from hexeract_scheduler.domain.shards import check_partition, format_shards, parse_shard_ranges, parse_shards
 from hexeract_scheduler.engine.config import SchedulerWorkerConfig
 from hexeract_scheduler.errors import ConfigError
-from hexeract_scheduler.service.bounds import BOUNDS, LAMBDA_MAX_SECONDS, SCHEDULER_DELIVERY_WINDOW_SECONDS
+from hexeract_scheduler.service.bounds import BOUNDS, LAMBDA_MAX_SECONDS, SCHEDULER_DELIVERY_WINDOW_SECONDS, Bound
 
-T = TypeVar("T")
-
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
-_NAMESPACE = re.compile(r"^[A-Za-z0-9 _./#:-]{1,255}$")
 # How EventBridge Scheduler runs the dispatcher: always one polling (runs overlap), or a run every
 # period that returns once nothing is due before the next (docs/deploy.md#dispatch-modes).
 CONTINUOUS = "continuous"
 ON_DEMAND = "on-demand"
 DISPATCH_MODES = (CONTINUOUS, ON_DEMAND)
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
+_NAMESPACE = re.compile(r"^[A-Za-z0-9 _./#:-]{1,255}$")
+_NAME_TEXT = "3-255 letters, digits, '_', '.' or '-'"
 
-# Settings field -> the environment variable it is read from (also the list the template declares).
-ENV_VARS: dict[str, str] = {
-    "table_name": "TABLE_NAME",
-    "shard_count": "SHARD_COUNT",
-    "dispatcher_shards": "DISPATCHER_SHARDS",
-    "dispatcher_shard_ranges": "DISPATCHER_SHARD_RANGES",
-    "lease_seconds": "LEASE_SECONDS",
-    "batch_size": "BATCH_SIZE",
-    "retry_base_delay_ms": "RETRY_BASE_DELAY_MS",
-    "retry_max_delay_ms": "RETRY_MAX_DELAY_MS",
-    "jitter": "JITTER",
-    "dispatch_timeout_seconds": "DISPATCH_TIMEOUT_SECONDS",
-    "poll_interval_ms": "POLL_INTERVAL_MS",
-    "concurrency": "CONCURRENCY",
-    "run_seconds": "RUN_SECONDS",
-    "stop_margin_seconds": "STOP_MARGIN_SECONDS",
-    "dispatch_period_minutes": "DISPATCH_PERIOD_MINUTES",
-    "dispatch_mode": "DISPATCH_MODE",
-    "service_name": "POWERTOOLS_SERVICE_NAME",
-    "metrics_namespace": "POWERTOOLS_METRICS_NAMESPACE",
-    "log_level": "LOG_LEVEL",
-}
 
-# The worker-config field each Settings field feeds, to name variables in the worker's own errors.
-_WORKER_FIELDS = {
-    "lease": "LEASE_SECONDS",
-    "batch_size": "BATCH_SIZE",
-    "retry_base_delay": "RETRY_BASE_DELAY_MS",
-    "retry_max_delay": "RETRY_MAX_DELAY_MS",
-    "dispatch_timeout": "DISPATCH_TIMEOUT_SECONDS",
-    "poll_interval": "POLL_INTERVAL_MS",
-    "concurrency": "CONCURRENCY",
+def _integer(raw: str) -> int:
+    return int(raw)  # ValueError for "1e20" and for numbers of more than 4300 digits
+
+
+def _boolean(raw: str) -> bool:
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise ValueError(raw)
+
+
+def _period(raw: str) -> int | None:
+    """Unset, ``none`` or ``off``: invoked by hand (tests, a one-off drain), no coverage check."""
+    return None if raw.lower() in ("none", "off") else int(raw)
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable: the ``Settings`` field it sets, how its text is read (``read``
+    raises ``ValueError``, or a ``ConfigError`` saying why, for a text it cannot read), the rule
+    its value must meet (``bound``, ``choices`` or ``pattern``), and what the docs say of it."""
+
+    env: str
+    field: str
+    parameter: str
+    meaning: str
+    read: Callable[[str], Any] = str
+    bound: Bound | None = None
+    choices: tuple[str, ...] = ()
+    pattern: re.Pattern[str] | None = None
+    accepted_text: str = ""
+
+    @property
+    def accepted(self) -> str:
+        """What the variable accepts, in words (the docs' ``accepted`` column and the errors)."""
+        if self.bound is not None:
+            return self.bound.describe()
+        if self.choices:
+            return " or ".join(self.choices) if len(self.choices) == 2 else f"one of {', '.join(self.choices)}"
+        return self.accepted_text
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` breaks the variable's rule, or None."""
+        if self.bound is not None and not self.bound.accepts(value):
+            return f"expected {self.accepted}"
+        if self.choices and value not in self.choices:
+            return f"expected {self.accepted}"
+        if self.pattern is not None and not (isinstance(value, str) and self.pattern.match(value)):
+            return f"expected {self.accepted}"
+        return None
+
+
+def _numeric(env: str, name: str, parameter: str, meaning: str, read: Callable[[str], Any] = _integer) -> Variable:
+    return Variable(env, name, parameter, meaning, read=read, bound=BOUNDS[name])
+
+
+# The one list of variables, in the order of docs/configuration.md.
+VARIABLES: tuple[Variable, ...] = (
+    Variable("TABLE_NAME", "table_name", "(the table)", "the schedules table", pattern=_NAME, accepted_text=_NAME_TEXT),
+    _numeric(
+        "SHARD_COUNT", "shard_count", "ShardCount", "write shards of the due index, fixed at the table's first use"
+    ),
+    Variable(
+        "DISPATCHER_SHARDS",
+        "dispatcher_shards",
+        "its entry of DispatcherShardRanges",
+        "shards this dispatcher reads: all, 0-3, 0,2; one of DISPATCHER_SHARD_RANGES when that is set",
+        read=parse_shards,
+        accepted_text="all, or shard numbers below SHARD_COUNT",
+    ),
+    Variable(
+        "DISPATCHER_SHARD_RANGES",
+        "dispatcher_shard_ranges",
+        "DispatcherShardRanges",
+        "every dispatcher's range, checked at cold start: disjoint, covering every shard (empty: no check)",
+        read=parse_shard_ranges,
+        accepted_text="all, or up to 8 comma-separated N-M / N that split 0 to SHARD_COUNT - 1",
+    ),
+    _numeric(
+        "LEASE_SECONDS",
+        "lease_seconds",
+        "LeaseSeconds",
+        "lease of a claimed occurrence; >= BATCH_SIZE x DISPATCH_TIMEOUT_SECONDS",
+    ),
+    _numeric("BATCH_SIZE", "batch_size", "BatchSize", "occurrences claimed per batch"),
+    _numeric(
+        "RETRY_BASE_DELAY_MS", "retry_base_delay_ms", "RetryBaseDelayMs", "retry delay min(base x 2^attempts, max)"
+    ),
+    _numeric("RETRY_MAX_DELAY_MS", "retry_max_delay_ms", "RetryMaxDelayMs", "cap of the retry delay (>= the base)"),
+    Variable("JITTER", "jitter", "Jitter", "full jitter on retry delays", read=_boolean, accepted_text="true or false"),
+    _numeric(
+        "DISPATCH_TIMEOUT_SECONDS",
+        "dispatch_timeout_seconds",
+        "DispatchTimeoutSeconds",
+        "a batch not sent within this is a failed attempt; < RUN_SECONDS",
+        read=float,
+    ),
+    _numeric("POLL_INTERVAL_MS", "poll_interval_ms", "PollIntervalMs", "look-ahead and longest idle sleep of a cycle"),
+    _numeric("CONCURRENCY", "concurrency", "Concurrency", "threads for concurrent claims, sends and acks"),
+    _numeric(
+        "RUN_SECONDS",
+        "run_seconds",
+        "RunSeconds (continuous), 240 (on-demand)",
+        "length of one dispatcher run (on-demand: its cap); with STOP_MARGIN_SECONDS at most 900",
+        read=float,
+    ),
+    _numeric(
+        "STOP_MARGIN_SECONDS",
+        "stop_margin_seconds",
+        "StopMarginSeconds",
+        "kept back from the invocation's remaining time",
+        read=float,
+    ),
+    _numeric(
+        "DISPATCH_PERIOD_MINUTES",
+        "dispatch_period_minutes",
+        "DispatchPeriodMinutes (continuous), 1 (on-demand)",
+        "the schedule's period, for the coverage check (none: no check, for a function invoked by hand; "
+        "required on demand)",
+        read=_period,
+    ),
+    Variable(
+        "DISPATCH_MODE",
+        "dispatch_mode",
+        "DispatchMode",
+        "always polling, or runs that return when nothing is due before the next (docs/deploy.md#dispatch-modes)",
+        read=str.lower,
+        choices=DISPATCH_MODES,
+    ),
+    Variable(
+        "POWERTOOLS_SERVICE_NAME",
+        "service_name",
+        "ServiceName",
+        "log field service, metric dimension service",
+        pattern=_NAME,
+        accepted_text=_NAME_TEXT,
+    ),
+    Variable(
+        "POWERTOOLS_METRICS_NAMESPACE",
+        "metrics_namespace",
+        "MetricsNamespace",
+        "CloudWatch namespace of the metrics",
+        pattern=_NAMESPACE,
+        accepted_text="a CloudWatch namespace",
+    ),
+    Variable("LOG_LEVEL", "log_level", "LogLevel", "the functions' log level", read=str.upper, choices=LOG_LEVELS),
+)
+BY_FIELD: dict[str, Variable] = {v.field: v for v in VARIABLES}
+# Settings field -> the environment variable it is read from.
+ENV_VARS: dict[str, str] = {v.field: v.env for v in VARIABLES}
+# SchedulerWorkerConfig field -> the Settings field that feeds it (to name variables in its errors).
+WORKER_FIELDS = {
+    "lease": "lease_seconds",
+    "batch_size": "batch_size",
+    "retry_base_delay": "retry_base_delay_ms",
+    "retry_max_delay": "retry_max_delay_ms",
+    "dispatch_timeout": "dispatch_timeout_seconds",
+    "poll_interval": "poll_interval_ms",
+    "concurrency": "concurrency",
 }
 
 
@@ -96,7 +222,8 @@ class Settings:
     """The Lambda functions' configuration. Defaults suit a dispatcher started every 5 minutes.
 
     ``poll_interval_ms`` 1000 does not mean a second of latency: each cycle looks one poll interval
-    ahead and sleeps only until the soonest due instant it saw.
+    ahead and sleeps only until the soonest due instant it saw. ``source`` keeps the text each
+    variable was read from, so an error shows what was typed.
     """
 
     table_name: str
@@ -119,69 +246,87 @@ class Settings:
     service_name: str = "hexeract-scheduler"
     metrics_namespace: str = "Hexeract"
     log_level: str = "INFO"
+    source: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # from_env checked the text it read; values given in code must fit the same bounds.
-        for name, bound in BOUNDS.items():
-            value = getattr(self, name)
-            if value is not None or name != "dispatch_period_minutes":
-                bound.check(ENV_VARS[name], value, repr(value))
-        self._check_ranges()  # first: every dispatcher of a stack reports the same problem
-        if self.dispatcher_shards is not None:
-            bad = [s for s in self.dispatcher_shards if s >= self.shard_count]
-            if bad:
-                raise ConfigError(
-                    f"DISPATCHER_SHARDS: shards {bad} do not exist with SHARD_COUNT={self.shard_count} "
-                    f"(0-{self.shard_count - 1})"
-                )
-        if self.dispatch_mode not in DISPATCH_MODES:
-            raise ConfigError(f"DISPATCH_MODE: expected {' or '.join(DISPATCH_MODES)}, got {self.dispatch_mode!r}")
+        for var in VARIABLES:
+            value = getattr(self, var.field)
+            if value is None and var.field != "table_name":
+                continue
+            problem = var.problem(value)
+            if problem is not None:
+                shown = repr(self.source[var.env]) if var.env in self.source else repr(value)
+                raise ConfigError(f"{var.env}: {problem}, got {shown}", var.env)
+        self._check_shards()
         if self.dispatch_mode == ON_DEMAND and self.dispatch_period_minutes is None:
             raise ConfigError(
                 "DISPATCH_PERIOD_MINUTES: required with DISPATCH_MODE=on-demand (a run stays until the next one "
-                "starts; the template sets 1)"
+                "starts; the template sets 1)",
+                "DISPATCH_PERIOD_MINUTES",
+                "DISPATCH_MODE",
             )
         if self.run_seconds + self.stop_margin_seconds > LAMBDA_MAX_SECONDS:
             raise ConfigError(
                 f"RUN_SECONDS + STOP_MARGIN_SECONDS ({self.run_seconds:g} + {self.stop_margin_seconds:g}) "
-                f"exceeds the Lambda maximum of {LAMBDA_MAX_SECONDS} s"
+                f"exceeds the Lambda maximum of {LAMBDA_MAX_SECONDS} s",
+                "RUN_SECONDS",
+                "STOP_MARGIN_SECONDS",
             )
         if self.run_seconds <= self.dispatch_timeout_seconds:
             raise ConfigError(
                 f"RUN_SECONDS ({self.run_seconds:g}) must exceed DISPATCH_TIMEOUT_SECONDS "
-                f"({self.dispatch_timeout_seconds:g}): a run polls until one dispatch timeout before its end"
+                f"({self.dispatch_timeout_seconds:g}): a run polls until one dispatch timeout before its end",
+                "RUN_SECONDS",
+                "DISPATCH_TIMEOUT_SECONDS",
             )
-        if self.dispatch_period_minutes is not None:
-            needed = (
-                self.dispatch_period_minutes * 60 + SCHEDULER_DELIVERY_WINDOW_SECONDS + self.dispatch_timeout_seconds
-            )
-            if self.run_seconds < needed:
-                why = (
-                    "an on-demand run could not stay until the next one starts"
-                    if self.dispatch_mode == ON_DEMAND
-                    else "it leaves gaps between dispatcher runs"
-                )
-                raise ConfigError(
-                    f"RUN_SECONDS ({self.run_seconds:g}) is too short, {why}: it must be >= "
-                    f"DISPATCH_PERIOD_MINUTES x 60 + {SCHEDULER_DELIVERY_WINDOW_SECONDS} + DISPATCH_TIMEOUT_SECONDS "
-                    f"= {needed:g}"
-                )
-        self.worker_config()  # the worker's own validation, at cold start
+        self._check_coverage()
+        self.worker_config()  # the worker's own rules, at cold start
 
-    def _check_ranges(self) -> None:
-        """The dispatchers' ranges split the shards, and this dispatcher's shards are one of them."""
-        if self.dispatcher_shard_ranges is None:
-            return
-        try:
-            check_partition(self.dispatcher_shard_ranges, self.shard_count)
-        except ConfigError as exc:
-            raise ConfigError(f"DISPATCHER_SHARD_RANGES: {exc}") from None
-        mine, ranges = self.dispatcher_shards, self.dispatcher_shard_ranges
+    def _check_shards(self) -> None:
+        """The dispatchers' ranges split the shards (checked first: every dispatcher of a stack reports
+        the same problem), this dispatcher's shards exist and are one of the ranges."""
+        ranges, mine = self.dispatcher_shard_ranges, self.dispatcher_shards
+        if ranges is not None:
+            try:
+                check_partition(ranges, self.shard_count)
+            except ConfigError as exc:
+                raise ConfigError(f"DISPATCHER_SHARD_RANGES: {exc}", "DISPATCHER_SHARD_RANGES", "SHARD_COUNT") from None
+        if mine is not None:
+            bad = [s for s in mine if s >= self.shard_count]
+            if bad:
+                raise ConfigError(
+                    f"DISPATCHER_SHARDS: shards {bad} do not exist with SHARD_COUNT={self.shard_count} "
+                    f"(0-{self.shard_count - 1})",
+                    "DISPATCHER_SHARDS",
+                    "SHARD_COUNT",
+                )
         every = tuple(range(self.shard_count))  # the same as all
-        if mine is not None and mine not in ranges and not (ranges == (None,) and mine == every):
+        if ranges is not None and mine is not None and mine not in ranges and not (ranges == (None,) and mine == every):
             listed = ", ".join("all" if r is None else format_shards(r) for r in ranges)
             raise ConfigError(
-                f"DISPATCHER_SHARDS ({format_shards(mine)}) is not one of DISPATCHER_SHARD_RANGES ({listed})"
+                f"DISPATCHER_SHARDS ({format_shards(mine)}) is not one of DISPATCHER_SHARD_RANGES ({listed})",
+                "DISPATCHER_SHARDS",
+                "DISPATCHER_SHARD_RANGES",
+            )
+
+    def _check_coverage(self) -> None:
+        """Runs overlap (continuous), or a run can stay until the next starts (on demand)."""
+        if self.dispatch_period_minutes is None:
+            return
+        needed = self.dispatch_period_minutes * 60 + SCHEDULER_DELIVERY_WINDOW_SECONDS + self.dispatch_timeout_seconds
+        if self.run_seconds < needed:
+            why = (
+                "an on-demand run could not stay until the next one starts"
+                if self.on_demand
+                else "it leaves gaps between dispatcher runs"
+            )
+            raise ConfigError(
+                f"RUN_SECONDS ({self.run_seconds:g}) is too short, {why}: it must be >= "
+                f"DISPATCH_PERIOD_MINUTES x 60 + {SCHEDULER_DELIVERY_WINDOW_SECONDS} + DISPATCH_TIMEOUT_SECONDS "
+                f"= {needed:g}",
+                "RUN_SECONDS",
+                "DISPATCH_PERIOD_MINUTES",
+                "DISPATCH_TIMEOUT_SECONDS",
             )
 
     @property
@@ -190,59 +335,28 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """Read and validate every variable in ``ENV_VARS`` (absent or empty: the default)."""
-
-        def get(field: str, parse: Callable[[str, str], T]) -> T | None:
-            var = ENV_VARS[field]
-            raw = environ.get(var, "").strip()
-            return parse(var, raw) if raw else None
-
-        table = get("table_name", _table_name)
-        if table is None:
-            raise ConfigError("TABLE_NAME: required (the schedules table's name)")
-        values: dict[str, object] = {
-            "shard_count": get("shard_count", _int("shard_count")),
-            "lease_seconds": get("lease_seconds", _int("lease_seconds")),
-            "batch_size": get("batch_size", _int("batch_size")),
-            "retry_base_delay_ms": get("retry_base_delay_ms", _int("retry_base_delay_ms")),
-            "retry_max_delay_ms": get("retry_max_delay_ms", _int("retry_max_delay_ms")),
-            "jitter": get("jitter", _bool),
-            "dispatch_timeout_seconds": get("dispatch_timeout_seconds", _seconds("dispatch_timeout_seconds")),
-            "poll_interval_ms": get("poll_interval_ms", _int("poll_interval_ms")),
-            "concurrency": get("concurrency", _int("concurrency")),
-            "run_seconds": get("run_seconds", _seconds("run_seconds")),
-            "stop_margin_seconds": get("stop_margin_seconds", _seconds("stop_margin_seconds")),
-            "service_name": get("service_name", _pattern(_NAME, "3-255 letters, digits, '_', '.' or '-'")),
-            "metrics_namespace": get("metrics_namespace", _pattern(_NAMESPACE, "a CloudWatch namespace")),
-            "log_level": get("log_level", _log_level),
-        }
-        kwargs = {k: v for k, v in values.items() if v is not None}
-        shards_raw = environ.get("DISPATCHER_SHARDS", "").strip()
-        try:
-            kwargs["dispatcher_shards"] = parse_shards(shards_raw or None)
-        except ConfigError as exc:
-            raise ConfigError(f"DISPATCHER_SHARDS: {exc}") from None
-        ranges_raw = environ.get("DISPATCHER_SHARD_RANGES", "").strip()
-        if ranges_raw:
+        """Read every variable of :data:`VARIABLES` (absent or empty: the default), then check them."""
+        values: dict[str, Any] = {}
+        source: dict[str, str] = {}
+        for var in VARIABLES:
+            raw = environ.get(var.env, "").strip()
+            if not raw:
+                continue
+            source[var.env] = raw
             try:
-                kwargs["dispatcher_shard_ranges"] = parse_shard_ranges(ranges_raw)
-            except ConfigError as exc:
-                raise ConfigError(f"DISPATCHER_SHARD_RANGES: {exc}") from None
-        mode_raw = environ.get("DISPATCH_MODE", "").strip()
-        if mode_raw:
-            if mode_raw.lower() not in DISPATCH_MODES:
-                raise ConfigError(f"DISPATCH_MODE: expected {' or '.join(DISPATCH_MODES)}, got {mode_raw!r}")
-            kwargs["dispatch_mode"] = mode_raw.lower()
-        period_raw = environ.get("DISPATCH_PERIOD_MINUTES", "").strip()
-        # Unset or "none": invoked by hand (tests, a one-off drain), no coverage requirement.
-        if period_raw.lower() in ("", "none", "off"):
-            kwargs["dispatch_period_minutes"] = None
-        else:
-            kwargs["dispatch_period_minutes"] = _int("dispatch_period_minutes")("DISPATCH_PERIOD_MINUTES", period_raw)
-        return cls(table_name=table, **kwargs)  # type: ignore[arg-type]
+                values[var.field] = var.read(raw)
+            except ConfigError as exc:  # a shard selection says what is wrong with it
+                raise ConfigError(f"{var.env}: {exc}", var.env) from None
+            except ValueError:
+                raise ConfigError(f"{var.env}: expected {var.accepted}, got {raw!r}", var.env) from None
+        if "table_name" not in values:
+            raise ConfigError("TABLE_NAME: required (the schedules table's name)", "TABLE_NAME")
+        if "DISPATCH_PERIOD_MINUTES" not in source:
+            values["dispatch_period_minutes"] = None  # unset: invoked by hand, no coverage check
+        return cls(**values, source=source)
 
     def worker_config(self) -> SchedulerWorkerConfig:
-        """The worker's configuration; its validation errors name the variables to change."""
+        """The worker's configuration; its errors name the variables to change."""
         try:
             return SchedulerWorkerConfig(
                 poll_interval=timedelta(milliseconds=self.poll_interval_ms),
@@ -255,67 +369,5 @@ class Settings:
                 concurrency=self.concurrency,
             )
         except ConfigError as exc:
-            named = [var for name, var in _WORKER_FIELDS.items() if re.search(rf"\b{name}\b", str(exc))]
-            raise ConfigError(f"{', '.join(named) or 'worker settings'}: {exc}") from None
-
-
-# -- parsers: (variable name, raw text) -> value, or ConfigError naming the variable ------------
-
-
-def _table_name(var: str, raw: str) -> str:
-    if not _NAME.match(raw):
-        raise ConfigError(f"{var}: invalid DynamoDB table name {raw!r} (3-255 letters, digits, '_', '.' or '-')")
-    return raw
-
-
-def _int(field: str) -> Callable[[str, str], int]:
-    bound = BOUNDS[field]
-
-    def parse(var: str, raw: str) -> int:
-        try:
-            value = int(raw)
-        except ValueError:  # also "1e20", and numbers of more than 4300 digits
-            raise ConfigError(f"{var}: expected {bound.describe()}, got {raw!r}") from None
-        bound.check(var, value, repr(raw))
-        return value
-
-    return parse
-
-
-def _seconds(field: str) -> Callable[[str, str], float]:
-    bound = BOUNDS[field]
-
-    def parse(var: str, raw: str) -> float:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ConfigError(f"{var}: expected {bound.describe()}, got {raw!r}") from None
-        bound.check(var, value, repr(raw))
-        return value
-
-    return parse
-
-
-def _bool(var: str, raw: str) -> bool:
-    low = raw.lower()
-    if low in _TRUE:
-        return True
-    if low in _FALSE:
-        return False
-    raise ConfigError(f"{var}: expected true or false, got {raw!r}")
-
-
-def _log_level(var: str, raw: str) -> str:
-    level = raw.upper()
-    if level not in _LOG_LEVELS:
-        raise ConfigError(f"{var}: expected one of {', '.join(_LOG_LEVELS)}, got {raw!r}")
-    return level
-
-
-def _pattern(regex: re.Pattern[str], what: str) -> Callable[[str, str], str]:
-    def parse(var: str, raw: str) -> str:
-        if not regex.match(raw):
-            raise ConfigError(f"{var}: expected {what}, got {raw!r}")
-        return raw
-
-    return parse
+            named = tuple(BY_FIELD[WORKER_FIELDS[f]].env for f in exc.fields if f in WORKER_FIELDS)
+            raise ConfigError(f"{', '.join(named) or 'worker settings'}: {exc}", *named) from None
