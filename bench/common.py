@@ -1,8 +1,8 @@
 """Shared benchmark plumbing: local endpoints, a latency proxy, request counters, the endpoint's
 ceiling, seeding, the Lambda's composition of store and worker, results.
 
-Only the package's public API is used (``Settings``, ``DynamoScheduleStore``, ``SchedulerWorker``,
-``Dispatcher``, ``ScheduledMessage``, ``ClientFactory``/``Connection``, ``hexeract_scheduler.local``)
+Only the package's public API is used (``Settings``, the compositions of ``service.compose``,
+``ScheduledMessage``, ``ClientFactory``/``Connection``, ``hexeract_scheduler.local``)
 and the AWS APIs themselves: nothing here knows the table's item layout, so the benchmarks keep
 working when it changes.
 """
@@ -36,12 +36,12 @@ for _var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOI
 import boto3  # noqa: E402
 
 from hexeract_scheduler.aws.clients import ClientFactory, Connection  # noqa: E402
-from hexeract_scheduler.domain.clock import UTC, SystemClock  # noqa: E402
+from hexeract_scheduler.domain.clock import UTC  # noqa: E402
 from hexeract_scheduler.domain.model import ScheduledMessage, Target, Trigger  # noqa: E402
 from hexeract_scheduler.engine.worker import SchedulerWorker  # noqa: E402
 from hexeract_scheduler.local import LocalEndpoint, spawn_dynalite, spawn_local_endpoint  # noqa: E402
+from hexeract_scheduler.service.compose import build_lambda_dispatcher, build_store  # noqa: E402
 from hexeract_scheduler.service.settings import Settings  # noqa: E402
-from hexeract_scheduler.sinks.dispatcher import Dispatcher  # noqa: E402
 from hexeract_scheduler.store.dynamo import DynamoScheduleStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -345,24 +345,13 @@ def format_per_occurrence(per: dict[str, float]) -> str:
 
 @contextmanager
 def composed_worker(settings: Settings, clients: ClientFactory) -> Iterator[SchedulerWorker]:
-    """Store and worker composed as functions/dispatcher/app.py composes them: one thread pool of
-    ``settings.concurrency`` for claims, sends and acks; the Settings' shards and worker config."""
-    pool = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="hexeract")
-    store = DynamoScheduleStore(
-        settings.table_name,
-        dynamodb=clients.dynamodb(),
-        shards=settings.shard_count,
-        read_shards=settings.dispatcher_shards,
-        executor=pool,
-    )
-    worker = SchedulerWorker(
-        store, Dispatcher.for_clients(clients), settings.worker_config(), clock=SystemClock(), executor=pool
-    )
+    """The dispatcher function's worker, built by the function's own composition
+    (``build_lambda_dispatcher``): its thread pool, shards and worker configuration."""
+    worker = build_lambda_dispatcher(settings, clients)
     try:
         yield worker
     finally:
         worker.close()
-        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def drain(worker: SchedulerWorker, counter: ApiCounter, timeout: float) -> tuple[Any, float]:
@@ -391,7 +380,7 @@ def drain(worker: SchedulerWorker, counter: ApiCounter, timeout: float) -> tuple
 
 
 def create_store(clients: ClientFactory, settings: Settings) -> DynamoScheduleStore:
-    store = DynamoScheduleStore(settings.table_name, dynamodb=clients.dynamodb(), shards=settings.shard_count)
+    store = build_store(settings.table_name, clients, shard_count=settings.shard_count)
     store.create_table(shards=settings.shard_count)
     return store
 

@@ -9,7 +9,7 @@ from typing import Any
 from hexeract_scheduler.aws.clients import ClientFactory
 from hexeract_scheduler.domain.clock import SystemClock
 from hexeract_scheduler.service import observability
-from hexeract_scheduler.service.compose import build_dispatcher
+from hexeract_scheduler.service.compose import build_lambda_dispatcher
 from hexeract_scheduler.service.dispatcher import dispatcher_window, invocation_delay_ms, run_dispatcher, scheduled_time
 from hexeract_scheduler.service.settings import Settings
 
@@ -17,14 +17,7 @@ from hexeract_scheduler.service.settings import Settings
 settings = Settings.from_env(os.environ)
 logger, metrics, tracer = observability.setup(settings)
 clock = SystemClock()
-worker = build_dispatcher(
-    settings.table_name,
-    ClientFactory(),
-    settings.worker_config(),
-    shard_count=settings.shard_count,
-    read_shards=settings.dispatcher_shards,
-    clock=clock,
-)
+worker = build_lambda_dispatcher(settings, ClientFactory(), clock)
 
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)

@@ -15,6 +15,7 @@ from hexeract_scheduler.concurrency import DaemonExecutor
 from hexeract_scheduler.domain.clock import Clock, SystemClock
 from hexeract_scheduler.engine.config import SchedulerWorkerConfig
 from hexeract_scheduler.engine.worker import SchedulerWorker
+from hexeract_scheduler.service.settings import Settings
 from hexeract_scheduler.sinks.dispatcher import Dispatcher
 from hexeract_scheduler.store.dynamo import DynamoScheduleStore
 
@@ -61,4 +62,17 @@ def build_dispatcher(
     store = build_store(table_name, clients, shard_count=shard_count, read_shards=read_shards, executor=pool)
     return SchedulerWorker(
         store, Dispatcher.for_clients(clients), config, clock=clock or SystemClock(), executor=pool, owns_executor=True
+    )
+
+
+def build_lambda_dispatcher(settings: Settings, clients: ClientFactory, clock: Clock | None = None) -> SchedulerWorker:
+    """The dispatcher function's worker, from its settings: the function and the benchmarks build it
+    here, so a benchmark runs exactly what the function runs."""
+    return build_dispatcher(
+        settings.table_name,
+        clients,
+        settings.worker_config(),
+        shard_count=settings.shard_count,
+        read_shards=settings.dispatcher_shards,
+        clock=clock,
     )
