@@ -39,14 +39,14 @@ from hexeract_scheduler.aws.clients import ClientFactory, Connection  # noqa: E4
 from hexeract_scheduler.domain.clock import UTC  # noqa: E402
 from hexeract_scheduler.domain.model import ScheduledMessage, Target, Trigger  # noqa: E402
 from hexeract_scheduler.engine.worker import SchedulerWorker  # noqa: E402
-from hexeract_scheduler.local import LocalEndpoint, spawn_dynalite, spawn_local_endpoint  # noqa: E402
+from hexeract_scheduler.local import LocalEndpoint, spawn_local_endpoint  # noqa: E402
 from hexeract_scheduler.service.compose import build_lambda_dispatcher, build_store  # noqa: E402
 from hexeract_scheduler.service.settings import Settings  # noqa: E402
 from hexeract_scheduler.store.dynamo import DynamoScheduleStore  # noqa: E402
+from tests.support.dynalite import DYNALITE_SERVER, spawn_dynalite  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-DYNALITE_SERVER = ROOT / "tools" / "dynalite" / "serve.js"
 BACKENDS = ("dynalite", "moto")
 
 
@@ -206,7 +206,7 @@ class Endpoints:
 
     def __init__(self, names: list[str]) -> None:
         self.moto: LocalEndpoint = spawn_local_endpoint()
-        self.dynalite: LocalEndpoint | None = spawn_dynalite(DYNALITE_SERVER) if "dynalite" in names else None
+        self.dynalite: LocalEndpoint | None = spawn_dynalite() if "dynalite" in names else None
         self._proxies: dict[float, LatencyProxy] = {}
 
     def __enter__(self) -> Endpoints:

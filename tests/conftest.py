@@ -32,14 +32,15 @@ from hexeract_scheduler.aws.clients import ClientFactory, Connection  # noqa: E4
 from hexeract_scheduler.domain.clock import UTC, ManualClock  # noqa: E402
 from hexeract_scheduler.engine.config import SchedulerWorkerConfig  # noqa: E402
 from hexeract_scheduler.engine.worker import SchedulerWorker  # noqa: E402
-from hexeract_scheduler.local import LocalEndpoint, spawn_dynalite, spawn_local_endpoint  # noqa: E402
+from hexeract_scheduler.local import LocalEndpoint, spawn_local_endpoint  # noqa: E402
 from hexeract_scheduler.sinks.dispatcher import Dispatcher  # noqa: E402
 from hexeract_scheduler.store.dynamo import DynamoScheduleStore  # noqa: E402
+
+from .support.dynalite import spawn_dynalite  # noqa: E402
 
 _names = itertools.count()
 T0 = datetime(2026, 12, 2, 10, 0, 0, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[1]
-DYNALITE_SERVER = ROOT / "tools" / "dynalite" / "serve.js"
 BACKENDS = ("moto", "dynalite")
 
 
@@ -76,7 +77,7 @@ def dynalite_endpoint(config: pytest.Config) -> LocalEndpoint:
     reorders tests, and whatever it requested would go with it (a restarted endpoint on another
     port, while clients built for the old one live on)."""
     if not _dynalite:
-        _dynalite.append(spawn_dynalite(DYNALITE_SERVER))
+        _dynalite.append(spawn_dynalite())
         config.add_cleanup(_dynalite[0].stop)
     return _dynalite[0]
 

@@ -18,7 +18,7 @@ from hexeract_scheduler.errors import InvalidInput
 from hexeract_scheduler.store.dynamo import DynamoScheduleStore
 
 from ..conftest import T0, Queue, dead_port, unique
-from ..limits import memory_headroom
+from ..support.limits import memory_headroom
 from .conftest import Hexeract
 
 JSON_KEYS = [

@@ -19,7 +19,7 @@ from hexeract_scheduler.cli import worker
 from hexeract_scheduler.domain.clock import UTC
 
 from ..conftest import Queue, unique
-from ..faultproxy import fault_proxy
+from ..support.faultproxy import fault_proxy
 
 UNKNOWN = "01900000-0000-7000-8000-000000000000"
 SCRIPT = Path(sys.executable).with_name("hexeract")

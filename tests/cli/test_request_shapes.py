@@ -28,7 +28,7 @@ from hexeract_scheduler.store.contract import CRASH_EXHAUSTED
 from hexeract_scheduler.store.dynamo import DynamoScheduleStore
 
 from ..conftest import Backend, Queue, make_worker
-from ..dynamo_rules import check_request
+from ..support.dynamo_rules import check_request
 
 S = timedelta(seconds=1)
 

@@ -32,7 +32,7 @@ from hexeract_scheduler.service.dead_letter import InvalidRequest
 from hexeract_scheduler.service.settings import ENV_VARS
 
 from ..conftest import Backend, make_worker
-from ..faultproxy import fault_proxy
+from ..support.faultproxy import fault_proxy
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"

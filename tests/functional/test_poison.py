@@ -23,8 +23,8 @@ from hexeract_scheduler.store.dynamo import DynamoScheduleStore, shard_of
 from hexeract_scheduler.store.dynamo import expressions as x
 
 from ..conftest import Backend, make_worker
-from ..faultproxy import fault_proxy
-from ..poison import CORRUPTIONS
+from ..support.faultproxy import fault_proxy
+from ..support.poison import CORRUPTIONS
 
 S = timedelta(seconds=1)
 HEALTHY = 12

@@ -19,7 +19,7 @@ from hexeract_scheduler.aws.clients import ClientFactory
 from hexeract_scheduler.store.dynamo import shard_of
 
 from ..conftest import Backend, unique
-from ..poison import CORRUPTIONS
+from ..support.poison import CORRUPTIONS
 from .harness import Consumer, run_workers, seed_schedules, verify
 
 KINDS = list(CORRUPTIONS)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.dynamo_rules import RESERVED_WORDS, _item_size, check_request
+from tests.support.dynamo_rules import RESERVED_WORDS, _item_size, check_request
 
 T = "hexeract-schedules"
 KEY = {"schedule_id": {"S": "0190a8e2-0000-7000-8000-000000000001"}}

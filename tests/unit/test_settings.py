@@ -20,7 +20,7 @@ from hexeract_scheduler.service.bounds import (
 )
 from hexeract_scheduler.service.settings import ENV_VARS, VARIABLES, Settings
 
-from ..limits import memory_headroom
+from ..support.limits import memory_headroom
 
 BASE = {"TABLE_NAME": "schedules", "DISPATCH_PERIOD_MINUTES": "none"}
 HUGE = str(10**20)

@@ -7,7 +7,7 @@ import pytest
 from hexeract_scheduler.domain.shards import MAX_SHARDS, parse_shards
 from hexeract_scheduler.errors import ConfigError
 
-from ..limits import memory_headroom
+from ..support.limits import memory_headroom
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""An in-process AWS endpoint (moto server) on 127.0.0.1, for tests, the demo and benchmarks.
+"""A local AWS endpoint (moto server) on 127.0.0.1, for the tour, the demo, tests and benchmarks.
 
 ``python -m hexeract_scheduler.local [--port N] [--demo-targets]`` serves one until Ctrl-C.
 Needs the ``local`` extra (moto; ``dev`` includes it): without it, starting an endpoint raises
@@ -20,10 +20,8 @@ import contextlib
 import logging
 import os
 import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -127,32 +125,12 @@ def spawn_local_endpoint(*, serialize: bool = True, demo_targets: bool = False, 
     args = [sys.executable, "-m", "hexeract_scheduler.local"]
     args += ([] if serialize else ["--concurrent"]) + (["--demo-targets"] if demo_targets else [])
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return LocalEndpoint(_first_line(process, timeout, "moto"), process=process)
+    return LocalEndpoint(wait_for_url(process, timeout, "moto"), process=process)
 
 
-def spawn_dynalite(server_js: str | os.PathLike[str], *, timeout: float = 30.0) -> LocalEndpoint:
-    """dynalite (a DynamoDB implementation in Node.js that applies DynamoDB's request validation)
-    on a free 127.0.0.1 port, in a child process; ``server_js`` is the repository's
-    ``tools/dynalite/serve.js`` (``make test`` installs dynalite beside it).
-
-    The child reads our end of a pipe on its stdin and exits when it closes, so it dies with this
-    process even on ``kill -9``.
-    """
-    if shutil.which("node") is None:
-        raise RuntimeError("dynalite needs Node.js: `node` is not on PATH")
-    if not (Path(server_js).parent / "node_modules" / "dynalite").is_dir():
-        raise RuntimeError(f"dynalite is not installed beside {server_js}: run `make test` (it runs npm ci there)")
-    # stderr to a file, not a pipe: nobody reads it while the server runs, and a full pipe would
-    # block the server.
-    errors = tempfile.TemporaryFile("w+")  # noqa: SIM115 (kept open for the endpoint's life: check_alive reads it)
-    process = subprocess.Popen(
-        ["node", str(server_js)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True
-    )
-    return LocalEndpoint(_first_line(process, timeout, "dynalite", errors), process=process, errors=errors)
-
-
-def _first_line(process: subprocess.Popen[str], timeout: float, what: str, errors: IO[str] | None = None) -> str:
-    """The URL a child endpoint prints once it listens (or kill it and say why it did not)."""
+def wait_for_url(process: subprocess.Popen[str], timeout: float, what: str, errors: IO[str] | None = None) -> str:
+    """The URL a child endpoint prints as its first line once it listens (or kill it and say why it
+    did not); ``errors``, the child's stderr as a file, goes into the message."""
     assert process.stdout is not None
     ready: list[str] = []
     reader = threading.Thread(target=lambda: ready.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]

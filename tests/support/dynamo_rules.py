@@ -25,7 +25,7 @@ from typing import Any
 # case-sensitive." (573 words; extracted from dynalite's copy and checked word for word against the page.)
 RESERVED_WORDS: frozenset[str] = frozenset(
     line.strip().upper()
-    for line in (Path(__file__).parent / "data" / "dynamodb_reserved_words.txt").read_text().splitlines()
+    for line in (Path(__file__).parents[1] / "data" / "dynamodb_reserved_words.txt").read_text().splitlines()
     if line.strip()
 )
 
