@@ -180,7 +180,7 @@ VARIABLES: tuple[Variable, ...] = (
         "DISPATCH_MODE",
         "dispatch_mode",
         "DispatchMode",
-        "always polling, or runs that return when nothing is due before the next (docs/deploy.md#dispatch-modes)",
+        "continuous: some run always polling; on-demand: runs that return when nothing is due before the next",
         read=str.lower,
         choices=DISPATCH_MODES,
     ),
