@@ -1,14 +1,15 @@
 """hexeract-scheduler for AWS: at-least-once scheduled delivery to SQS and SNS from DynamoDB.
 
 A Python port of the scheduler of the Rust framework hexeract, with its semantics. The public API
-is what this module exports; the map below is every module, by layer. A module imports only from
-its own layer and the layers listed before it (``tests/unit/test_architecture.py`` checks it):
+is what this module exports; the map below is every module, by layer. Each heading says what its
+modules may import besides their own folder and the foundation (``tests/unit/test_architecture.py``
+checks it):
 
-Foundation, imported by every layer:
+The foundation, open to every layer:
     errors                  the one error hierarchy (``HexeractError``), and ``one_line`` for messages
     concurrency             AWS calls on a thread pool under a deadline; daemon threads; work in flight
 
-domain/ — values and rules, no I/O:
+domain/ — values and rules, no I/O (imports nothing else):
     domain.clock            ``Clock`` (system, manual), epoch milliseconds, RFC 3339
     domain.checks           integers within bounds, the characters SQS accepts
     domain.cron             ``CronSchedule``: croniter in UTC or an IANA zone, DST as EventBridge does
@@ -17,7 +18,7 @@ domain/ — values and rules, no I/O:
     domain.model            schedules (``ScheduledMessage``, ``Trigger``, ``ScheduleSnapshot``), claims
     domain.shards           due-index shard numbers and the ``all`` / ``N-M`` / ``N,M`` selections
 
-aws/ — the AWS boundary (imports domain):
+aws/ — the AWS boundary (imports nothing else):
     aws.clients             ``Connection`` (where clients point) and ``ClientFactory``
     aws.translate           botocore's errors translated into the package's, at one place
     aws.stack               a deployed stack's table, read from its outputs
@@ -47,18 +48,20 @@ engine/ — the worker (imports domain, store.contract, sinks):
     engine.settle           the one fenced ack a dispatch outcome calls for
     engine.worker           ``SchedulerWorker``: claim, dispatch, settle; the pipelined run loop
 
-service/ — what the Lambda functions run (imports all of the above):
+service/ — what the Lambda functions run (imports every layer above):
     service.bounds          the numeric settings' bounds, and why each
     service.settings        ``Settings``: every environment variable, read once and validated
     service.observability   Powertools: JSON logs, EMF metrics, X-Ray
-    service.compose         ``build_store`` and ``build_dispatcher``: the one composition of both
+    service.compose         ``build_store``, ``build_dispatcher``, ``build_lambda_dispatcher``: each built once
     service.dispatcher      the dispatcher's run window and its run with metrics
     service.dead_letter     the dead-letter function's requests
 
-Outside the Lambda layer (the layer ships the packages above and ``requirements.txt``):
+Kept for one release:
+    _moved                  0.1's flat module paths, importable with a deprecation warning
+
+Outside the Lambda layer (layers/core/Makefile builds the layer from everything above):
     cli                     the ``hexeract`` command (click): commands, errors, options, parse, render, worker
     local                   ``python -m hexeract_scheduler.local``: a local AWS endpoint (moto)
-    _moved                  0.1's flat module paths, kept for one release with a deprecation warning
 """
 
 from __future__ import annotations

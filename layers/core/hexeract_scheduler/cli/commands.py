@@ -42,7 +42,6 @@ from hexeract_scheduler.domain.model import ScheduledMessage, parse_schedule_id
 from hexeract_scheduler.domain.shards import MAX_SHARDS
 from hexeract_scheduler.engine.config import SchedulerWorkerConfig
 from hexeract_scheduler.service.compose import build_dispatcher, build_store
-from hexeract_scheduler.store.contract import Schedules
 from hexeract_scheduler.store.dynamo import DEFAULT_SHARDS, DEFAULT_TABLE, DynamoScheduleStore
 
 # The CLI fails fast on an endpoint that does not answer: a person is waiting.
@@ -77,12 +76,9 @@ def table_name(where: StoreRef, clients: ClientFactory) -> str:
     return table
 
 
-def open_store(where: StoreRef) -> Schedules:
-    """The store every command works on, through the store contracts only."""
-    return _open_table(where)
-
-
-def _open_table(where: StoreRef) -> DynamoScheduleStore:
+def open_store(where: StoreRef) -> DynamoScheduleStore:
+    """The table a command works on; every command but ``table create`` uses it through the store
+    contracts only."""
     clients = clients_for(where.conn)
     return build_store(table_name(where, clients), clients)
 
@@ -120,7 +116,7 @@ def table_create(shards: int, where: StoreRef) -> None:
     created by its deploy."""
     if where.stack:
         raise click.UsageError("table create takes --table, not --stack: a deployed stack creates its own table")
-    store = _open_table(where)
+    store = open_store(where)
     created, recorded = store.create_table(shards)
     name = store.table_name
     if created:
