@@ -79,7 +79,8 @@ torture: $(STAMP) $(DYNALITE)
 	$(BIN)/pytest -m torture -s tests/torture
 
 # Benchmarks (a few minutes): DynamoDB on dynalite and moto, SQS/SNS on moto, all on 127.0.0.1;
-# figures in bench/results/, summary in docs/benchmarks.md. Each prints the conditions it ran under.
+# figures in bench/results/. Each prints the conditions it ran under. Then `python tools/render_docs.py`
+# renders the docs' figures (docs/benchmarks.md, the README) from bench/results/.
 bench: $(STAMP) $(DYNALITE)
 	$(BIN)/python -c 'import matplotlib' 2>/dev/null || $(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench.cost
@@ -94,6 +95,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check layers functions tests tools
 	$(BIN)/mypy
 	$(BIN)/python tools/dispatcher_slots.py --check
+	$(BIN)/python tools/render_docs.py --check
 	$(BIN)/cfn-lint template.yaml
 
 # `sam build` without Docker. The layer is built (pip, for arm64) by the Lambda runtime's Python,
