@@ -554,5 +554,37 @@ def bench_summary() -> str:
     )
 
 
+# --- config:* --------------------------------------------------------------------------------
+
+
+@renderer("config:table")
+def config_table() -> str:
+    """docs/configuration.md's table: one row per ``Settings`` variable, in the order of
+    ``VARIABLES``, with the default ``Settings.from_env`` gives when the variable is unset."""
+    from dataclasses import fields
+
+    from hexeract_scheduler.service.settings import VARIABLES, Settings, Variable
+
+    defaults = {f.name: f.default for f in fields(Settings)}
+    unset = {
+        "table_name": "required",
+        "dispatcher_shards": "`all`",
+        "dispatcher_shard_ranges": "empty (no check)",
+        "dispatch_period_minutes": "none (no check)",
+    }
+
+    def default(var: Variable) -> str:
+        value = defaults[var.field]
+        if var.field in unset:
+            return unset[var.field]
+        if isinstance(value, bool):
+            return f"`{str(value).lower()}`"
+        return f"`{value:g}`" if isinstance(value, float) else f"`{value}`"
+
+    rows = ["| variable | parameter | default | accepted | meaning |", "| --- | --- | --- | --- | --- |"]
+    rows += [f"| `{v.env}` | {v.parameter} | {default(v)} | {v.accepted} | {v.meaning} |" for v in VARIABLES]
+    return "\n".join(rows)
+
+
 if __name__ == "__main__":
     sys.exit(main())
