@@ -79,8 +79,8 @@ torture: $(STAMP) $(DYNALITE)
 	$(BIN)/pytest -m torture -s tests/torture
 
 # Benchmarks (a few minutes): DynamoDB on dynalite and moto, SQS/SNS on moto, all on 127.0.0.1;
-# figures in bench/results/. Each prints the conditions it ran under. Then `python tools/render_docs.py`
-# renders the docs' figures (docs/benchmarks.md, the README) from bench/results/.
+# figures in bench/results/, each with the conditions it ran under; then tools/render_docs.py renders
+# the docs' figures (docs/benchmarks.md, the README) from them.
 bench: $(STAMP) $(DYNALITE)
 	$(BIN)/python -c 'import matplotlib' 2>/dev/null || $(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench.cost
@@ -89,6 +89,7 @@ bench: $(STAMP) $(DYNALITE)
 	$(BIN)/python -m bench.throughput
 	$(BIN)/python -m bench.scaleout
 	$(BIN)/python -m bench.lag
+	$(BIN)/python tools/render_docs.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

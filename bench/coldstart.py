@@ -29,7 +29,7 @@ CANDIDATES = [
         "[s.client(x, aws_access_key_id='a', aws_secret_access_key='b') for x in ('dynamodb', 'sqs', 'sns')]",
     ),
     ("hexeract_scheduler", "import hexeract_scheduler"),
-    ("hexeract_scheduler.worker", "import hexeract_scheduler.worker"),
+    ("hexeract_scheduler.engine.worker", "import hexeract_scheduler.engine.worker"),
     ("functions.dispatcher.app", "import functions.dispatcher.app"),
     ("functions.dead_letter.app", "import functions.dead_letter.app"),
 ]
