@@ -97,7 +97,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python tools/dispatcher_slots.py --check
 	$(BIN)/python tools/render_docs.py --check
-	$(BIN)/cfn-lint template.yaml
+	$(BIN)/cfn-lint template.yaml tools/dispatcher_slot.yaml
 
 # `sam build` without Docker. The layer is built (pip, for arm64) by the Lambda runtime's Python,
 # 3.12, taken from pyenv. aws-sam-cli is heavy and pins its own dependencies, so it gets a venv of

@@ -440,7 +440,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> set[str]:
 
 
 def policy_actions(policy: str) -> set[str]:
-    from ..test_template import CfnLoader
+    from ..support.cfn_eval import CfnLoader
 
     template = yaml.load((ROOT / "template.yaml").read_text(), Loader=CfnLoader)
     out: set[str] = set()

@@ -6,7 +6,8 @@ these record every AWS request the CLI makes (hooked below every client, at
 ``ReadOnlyPolicy`` or ``OperatorPolicy`` as the template declares them, resolved for this test's
 table. The table is created as the stack creates it, from the template's ``SchedulesTable``: no
 ``#meta`` item, nothing recorded in it yet, which is what an operator meets right after a deploy.
-They live beside the CLI tests for their ``hexeract`` fixture.
+They live with the template's other tests and borrow the CLI tests' ``hexeract`` fixture
+(tests/template/conftest.py).
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
-import yaml
 from botocore.client import BaseClient
 from hexeract_scheduler.stack import TABLE_OUTPUT
 
 from hexeract_scheduler.aws import ClientFactory
 
+from ..cli.conftest import Hexeract
+from ..cli.test_where import make_stack
 from ..conftest import Backend, Queue, unique
-from ..test_template import CLI_WRITE_ACTIONS, DYNAMODB_WRITE_ACTIONS, ROOT, CfnLoader, _as_list, policy_statements
-from .conftest import Hexeract
-from .test_where import make_stack
+from ..support.cfn_eval import load_template
+from .conftest import CLI_WRITE_ACTIONS, DYNAMODB_WRITE_ACTIONS, as_list, policy_statements
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 DEAD_LETTER_FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:stack-DeadLetterFunction-0123"
@@ -138,11 +139,11 @@ class Policy:
 
 
 def load_policy(name: str, table: str, stack: str = "the-stack") -> Policy:
-    template = yaml.load((ROOT / "template.yaml").read_text(), Loader=CfnLoader)  # a SafeLoader
+    template = load_template()
     statements = []
     for stmt in policy_statements(template, name):
         assert stmt["Effect"] == "Allow" and "Condition" not in stmt and "NotAction" not in stmt, stmt
-        statements.append((_as_list(stmt["Action"]), [_resolve(r, table, stack) for r in _as_list(stmt["Resource"])]))
+        statements.append((as_list(stmt["Action"]), [_resolve(r, table, stack) for r in as_list(stmt["Resource"])]))
     return Policy(name, statements)
 
 
@@ -152,7 +153,7 @@ def load_policy(name: str, table: str, stack: str = "the-stack") -> Policy:
 def stack_table(clients: ClientFactory) -> tuple[str, str]:
     """A table with the template's own definition (keys, indexes, billing), and nothing in it; and a
     stack (on moto) whose output names it, as a deploy leaves them."""
-    template = yaml.load((ROOT / "template.yaml").read_text(), Loader=CfnLoader)
+    template = load_template()
     props = template["Resources"]["SchedulesTable"]["Properties"]
     name = unique("stack-schedules")
     dynamodb = clients.dynamodb()

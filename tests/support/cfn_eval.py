@@ -1,7 +1,11 @@
-"""A small evaluator of template.yaml for given parameter values: which resources and outputs a
-stack would have (their ``Condition``), and the values CloudFormation would compute from the
-parameters (``Ref``, ``Fn::If``, ``Fn::Select``, ``Fn::Split``, ``Fn::Join``, ``Fn::Sub``, the
-condition functions). References to resources and ``Fn::GetAtt`` are left as they are.
+"""template.yaml read and evaluated as CloudFormation would, for the tests.
+
+:func:`load_template` reads it with :class:`CfnLoader` (the short-form tags in their long form:
+``!Ref X`` is ``{"Ref": "X"}``). :class:`Stack` evaluates it for given parameter values: which
+resources and outputs a stack would have (their ``Condition``), and the values CloudFormation would
+compute from the parameters (``Ref``, ``Fn::If``, ``Fn::Select``, ``Fn::Split``, ``Fn::Join``,
+``Fn::Sub``, the condition functions). References to resources and ``Fn::GetAtt`` are left as
+they are.
 
 It covers the intrinsic functions template.yaml uses with parameters, nothing more: an unknown
 function fails the test instead of being skipped.
@@ -11,10 +15,40 @@ from __future__ import annotations
 
 import copy
 import re
+from pathlib import Path
 from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
 
 _SUB_VAR = re.compile(r"\$\{([A-Za-z0-9_:.]+)\}")
 PSEUDO = {"AWS::StackName": "hexeract", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012"}
+
+
+class CfnLoader(yaml.SafeLoader):
+    """A YAML loader that turns CloudFormation short-form tags into their long form."""
+
+
+def _cfn_tag(loader: CfnLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {"Ref" if suffix == "Ref" else f"Fn::{suffix}": value}
+
+
+CfnLoader.add_multi_constructor("!", _cfn_tag)
+
+
+def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
+    """template.yaml (or another template), its short-form tags in their long form."""
+    return yaml.load(path.read_text(), Loader=CfnLoader)  # type: ignore[no-any-return]  # a SafeLoader
 
 
 class Stack:
