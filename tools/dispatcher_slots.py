@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from hexeract_scheduler.shards import MAX_DISPATCHER_RANGES
+from hexeract_scheduler.domain.shards import MAX_DISPATCHER_RANGES
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hexeract_scheduler.shards import MAX_DISPATCHER_RANGES
+from hexeract_scheduler.domain.shards import MAX_DISPATCHER_RANGES
 
 from ..cli.conftest import hexeract, reuse_clients  # noqa: F401  (fixtures of test_operator_policies.py)
 from ..support.cfn_eval import Stack, load_template

@@ -3,8 +3,8 @@ and on the queue of failed dispatcher invocations."""
 
 from __future__ import annotations
 
-from hexeract_scheduler import observability
-from hexeract_scheduler.settings import SCHEDULER_DELIVERY_WINDOW_SECONDS
+from hexeract_scheduler.service import observability
+from hexeract_scheduler.service.bounds import SCHEDULER_DELIVERY_WINDOW_SECONDS
 
 from .conftest import DISPATCHERS, resources
 

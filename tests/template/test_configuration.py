@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 import re
 
-from hexeract_scheduler.lambda_ops import ON_DEMAND_OVERLAP_SECONDS
-from hexeract_scheduler.settings import BOUNDS, ENV_VARS, ON_DEMAND, SCHEDULER_DELIVERY_WINDOW_SECONDS, Settings
-from hexeract_scheduler.shards import MAX_SHARDS, parse_shard_ranges
+from hexeract_scheduler.domain.shards import MAX_SHARDS, parse_shard_ranges
+from hexeract_scheduler.service.bounds import BOUNDS, SCHEDULER_DELIVERY_WINDOW_SECONDS
+from hexeract_scheduler.service.dispatcher import ON_DEMAND_OVERLAP_SECONDS
+from hexeract_scheduler.service.settings import ENV_VARS, ON_DEMAND, Settings
 
 from ..support.cfn_eval import Stack
 from .conftest import DISPATCHERS, default, global_env, resources

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from hexeract_scheduler.domain.shards import MAX_DISPATCHER_RANGES
 from hexeract_scheduler.errors import ConfigError
-from hexeract_scheduler.settings import ON_DEMAND, Settings
-from hexeract_scheduler.shards import MAX_DISPATCHER_RANGES
+from hexeract_scheduler.service.settings import ON_DEMAND, Settings
 from tools import dispatcher_slots
 
 from ..support.cfn_eval import ROOT, Stack

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hexeract_scheduler.lambda_ops import parse_dead_letter_request
+from hexeract_scheduler.service.dead_letter import parse_dead_letter_request
 
 from ..support.cfn_eval import ROOT
 from .conftest import DISPATCHERS, resources
@@ -57,10 +57,24 @@ def test_functions_run_python_312_or_newer_on_arm64_with_the_core_layer(template
     layer = template["Resources"]["CoreLayer"]
     assert layer["Type"] == "AWS::Serverless::LayerVersion"
     assert layer["Properties"]["ContentUri"].rstrip("/") == "layers/core"
-    assert layer["Metadata"]["BuildMethod"] == runtime
     assert runtime in layer["Properties"]["CompatibleRuntimes"]
     assert (ROOT / "layers/core/requirements.txt").is_file()
     assert (ROOT / "layers/core/hexeract_scheduler/__init__.py").is_file()
+    # Built by layers/core/Makefile, for the runtime's Python and the functions' architecture.
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "arm64"}
+    recipe = (ROOT / "layers/core/Makefile").read_text()
+    assert "build-CoreLayer:" in recipe
+    assert f"--python-version {runtime.removeprefix('python')}" in recipe
+    assert "--platform manylinux2014_aarch64" in recipe
+
+
+def test_the_layer_ships_neither_the_command_line_nor_the_local_endpoint():
+    """They need click and moto, which the layer does not install; make build-check imports every
+    module the layer does ship (tools/check_layer.py)."""
+    recipe = (ROOT / "layers/core/Makefile").read_text()
+    assert "NOT_IN_LAYER := cli local.py" in recipe
+    requirements = (ROOT / "layers/core/requirements.txt").read_text()
+    assert "click" not in requirements and "moto" not in requirements
 
 
 def test_both_functions_trace_with_xray_through_generated_roles(template):

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 from botocore.client import BaseClient
-from hexeract_scheduler.stack import TABLE_OUTPUT
 
-from hexeract_scheduler.aws import ClientFactory
+from hexeract_scheduler.aws.clients import ClientFactory
+from hexeract_scheduler.aws.stack import TABLE_OUTPUT
 
 from ..cli.conftest import Hexeract
 from ..cli.test_where import make_stack

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hexeract_scheduler.stack import TABLE_OUTPUT
+from hexeract_scheduler.aws.stack import TABLE_OUTPUT
 
 from .conftest import DISPATCHERS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hexeract_scheduler.dynamo import table_definition
+from hexeract_scheduler.store.dynamo import table_definition
 
 from .conftest import resources
 

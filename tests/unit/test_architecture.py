@@ -167,3 +167,20 @@ def test_the_repository_names_no_folder_beside_it():
             text = path.read_text(errors="replace")
             offenders += [f"{name}: {m.group(0)}" for m in outside.finditer(text)]
     assert offenders == []
+
+
+def test_nothing_in_the_repository_imports_an_old_module_path():
+    root = PACKAGE.parents[2]
+    old = {f"{NAME}.{name}" for name in _moved.MOVED}
+    offenders = []
+    for path in root.glob("*/**/*.py"):
+        if ".venv" in path.parts or "node_modules" in path.parts or path.name == "_moved.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            offenders += [f"{path.relative_to(root)}: {n}" for n in names if n in old]
+    assert offenders == []

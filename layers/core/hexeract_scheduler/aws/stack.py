@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from hexeract_scheduler.aws.translate import aws_errors, error_code
 from hexeract_scheduler.errors import ConfigError
 
-# template.yaml's output holding the table's name (tests/test_template.py checks it is there).
+# template.yaml's output holding the table's name (tests/template/test_outputs.py checks it is there).
 TABLE_OUTPUT = "SchedulesTableName"
 
 
