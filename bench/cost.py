@@ -1,6 +1,6 @@
 """Cost per delivered occurrence: DynamoDB capacity units computed from item sizes (no AWS needed).
 
-The items are the ones ``hexeract_scheduler.dynamo`` writes (``codec.item_of``: the schedule's
+The items are the ones ``hexeract_scheduler.store.dynamo`` writes (``codec.item_of``: the schedule's
 item, and its payload's own item when the payload is stored apart), and every later step mirrors
 the store's update expressions (claim, mark_delivered, reschedule, mark_failed,
 mark_dead_lettered), with DynamoDB's documented accounting:

@@ -1,4 +1,4 @@
-"""The store contract (``hexeract_scheduler.contract``) and the worker's behaviour on it, checked the
+"""The store contract (``hexeract_scheduler.store.contract``) and the worker's behaviour on it, checked the
 same way on every store: claim, lease, fence, sweep, lifecycle, listings, replay; delivery, cron,
 retry and backoff, dead-letter, lease expiry, misfire."""
 

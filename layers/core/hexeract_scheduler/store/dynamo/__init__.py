@@ -2,9 +2,9 @@
 single-item conditional writes (docs/contracts.md#table-layout).
 
 Every step is one single-item conditional write (no transactions): half the cost of a
-transaction, and each state change stays atomic on its own. Only composition roots (the Lambda
-handlers, the command line's entry, the demo, the benchmarks) import this package; everything
-else works against the contracts in ``hexeract_scheduler.contract``.
+transaction, and each state change stays atomic on its own. Within the package only the
+compositions (``service.compose``, the command line's ``cli.commands``) import it; everything else
+works against the contracts in ``hexeract_scheduler.store.contract``.
 """
 
 from __future__ import annotations
