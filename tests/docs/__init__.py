@@ -1,0 +1,1 @@
+"""The documentation: its snippets run, its generated parts are up to date."""
