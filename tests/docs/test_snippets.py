@@ -1,8 +1,10 @@
-"""Every fenced code block of README.md and docs/*.md runs, as written, against a local endpoint.
+"""Every fenced code block of README.md, CHANGELOG.md and docs/*.md runs, as written, against a
+local endpoint.
 
-The rule (README, "Layout"): a fenced block is run unless the line right before its opening fence
-is ``<!-- not run: REASON -->``, with a reason (needs AWS, sample output, a file tree, serves until
-Ctrl-C...). That comment is the only way out; a block that runs is, by its info string:
+The rule (docs/development.md, "Documentation"): a fenced block is run unless the line right before
+its opening fence is ``<!-- not run: REASON -->``, with a reason (needs AWS, sample output, a file
+tree, serves until Ctrl-C...). That comment is the only way out; a block that runs is, by its info
+string:
 
 - ``python``: exec'd in this process, in a temporary directory;
 - ``sh``, ``bash``, ``shell`` or none: run by ``bash -eu -o pipefail`` in a temporary directory,
@@ -10,14 +12,16 @@ Ctrl-C...). That comment is the only way out; a block that runs is, by its info 
 
 Any other info string (``text``, ``json``...) fails the test: exempt the block, or mark it runnable.
 
-Both kinds run with the local endpoint the README's tour starts, started the same way:
-``python -m hexeract_scheduler.local --demo-targets`` (on a free port, once for the module), and
-with the ``export`` lines it prints applied (``PATH`` with the venv's bin, ``HEXERACT_CONN``,
-``QUEUE_URL``, ``TOPIC_ARN``): in the shell's script before the block, in ``os.environ`` for Python.
-The blocks share that endpoint and its table ``hexeract-schedules``, so each one is self-contained
-(``table create`` is idempotent).
+Both kinds run as a reader runs them after the tour's first steps (docs/tour.md): with the local
+endpoint started as the tour starts it, ``python -m hexeract_scheduler.local --demo-targets`` (on the
+free port it picks, once for the module), and with the ``export`` lines it prints applied (``PATH``
+with the venv's bin, ``HEXERACT_CONN``, ``QUEUE_URL``, ``TOPIC_ARN``): in the shell's script before
+the block, in ``os.environ`` for Python. The blocks share that endpoint and its table
+``hexeract-schedules``, so each one is self-contained (``table create`` is idempotent).
 
-The only change made to a block before it runs is :data:`SUBSTITUTIONS`.
+Nothing in a block is rewritten before it runs: a block that cannot run as a reader would paste it
+is fixed in the docs. So no runnable block names a local port; the endpoint's address is
+``$HEXERACT_CONN``.
 """
 
 from __future__ import annotations
@@ -36,14 +40,13 @@ import pytest
 from hexeract_scheduler.local import spawn_local_endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL = {"", "sh", "bash", "shell"}
 NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(?P<reason>.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<info>[^`\s]*)")
-
-# Documented port -> this run's port (the docs' 5000 may be taken; parallel runs share the machine).
-# Nothing else of a block is rewritten: a block that cannot run as written is fixed in the docs.
-SUBSTITUTIONS = {"127.0.0.1:5000": "127.0.0.1:{port}"}
+# A local endpoint's address with its port: the tour's endpoint takes a free one, so a block that
+# names one fails for every reader whose endpoint got another.
+LOCAL_PORT = re.compile(r"(?:127\.0\.0\.1|localhost):\d+")
 
 
 @dataclass(frozen=True)
@@ -88,14 +91,18 @@ RUN = [b for b in BLOCKS if b.not_run is None]
 
 
 def test_blocks_are_found_and_every_exemption_says_why():
-    assert {b.path.name for b in BLOCKS} >= {"README.md", "cli.md", "deploy.md", "contracts.md"}
+    assert {b.path.name for b in BLOCKS} >= {"README.md", "tour.md", "cli.md", "deploy.md", "contracts.md"}
     assert any(b.info == "python" for b in RUN) and any(b.info in SHELL for b in RUN)
     assert [b.name for b in BLOCKS if b.not_run is not None and not b.not_run] == []
 
 
+def test_no_runnable_block_names_a_local_port():
+    assert [b.name for b in RUN if LOCAL_PORT.search(b.code)] == []
+
+
 @dataclass(frozen=True)
 class Tour:
-    """The endpoint of the README's tour, and the export lines it printed."""
+    """The endpoint of the tour (docs/tour.md), and the export lines it printed."""
 
     url: str
     exports: list[str]
@@ -104,7 +111,7 @@ class Tour:
 
 @pytest.fixture(scope="module")
 def tour() -> Iterator[Tour]:
-    """``python -m hexeract_scheduler.local --demo-targets``, as the README's tour starts it."""
+    """``python -m hexeract_scheduler.local --demo-targets``, as the tour starts it."""
     endpoint = spawn_local_endpoint(demo_targets=True)
     try:
         assert endpoint.process is not None and endpoint.process.stdout is not None
@@ -113,7 +120,7 @@ def tour() -> Iterator[Tour]:
             assert line, f"the endpoint stopped printing before serving: {printed}"
             printed.append(line)
         exports = [line for line in printed if line.startswith("export ")]
-        # What the README says the lines are: the venv's bin on PATH, then the three variables.
+        # What the tour says the lines are: the venv's bin on PATH, then the three variables.
         assert exports[0] == f'export PATH={Path(sys.executable).parent.absolute()}:"$PATH"', printed
         variables = dict(word.split("=", 1) for word in shlex.split(exports[1])[1:])
         assert set(variables) == {"HEXERACT_CONN", "QUEUE_URL", "TOPIC_ARN"}, printed
@@ -123,16 +130,9 @@ def tour() -> Iterator[Tour]:
         endpoint.stop()
 
 
-def substituted(code: str, tour: Tour) -> str:
-    port = tour.url.rsplit(":", 1)[1]
-    for documented, here in SUBSTITUTIONS.items():
-        code = code.replace(documented, here.format(port=port))
-    return code
-
-
 @pytest.mark.parametrize("block", RUN, ids=lambda b: b.name)
 def test_block_runs_as_written(block: Block, tour: Tour, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    code = substituted(block.code, tour)
+    code = block.code
     if block.info == "python":
         monkeypatch.chdir(tmp_path)
         for name, value in tour.env.items():
