@@ -34,7 +34,7 @@ DEFAULT_TABLE = "hexeract-schedules"
 DEFAULT_SHARDS = 4
 META_ID = "#meta"
 # Renamed from "due-index" (KEYS_ONLY) when it started projecting leased_until: DynamoDB cannot
-# change an index's projection in place (README changelog, 0.1.1: upgrading a deployed table).
+# change an index's projection in place (docs/upgrading.md: 0.1.1, the due index).
 DUE_INDEX = "due-index-v2"
 # What the due index carries beyond its keys: whether an entry is in flight, and until when.
 DUE_INDEX_PROJECTED = ("leased_until",)
