@@ -75,6 +75,8 @@ class LocalEndpoint:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+            if self.process.stdout is not None:
+                self.process.stdout.close()
 
 
 class _Serialized:
