@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +78,17 @@ def sections(slot_text: str | None = None) -> dict[str, str]:
     }
 
 
+def _between_markers(body: str, m: re.Match[str]) -> str:
+    return m.group(1) + body + m.group(3)
+
+
 def render(text: str, slot_text: str | None = None) -> str:
     """``text`` (template.yaml) with every marked section regenerated."""
     for name, body in sections(slot_text).items():
         pattern = re.compile(
             rf"(^  # BEGIN GENERATED {name}[^\n]*\n)(.*?)(^  # END GENERATED {name}\n)", re.DOTALL | re.MULTILINE
         )
-        text, count = pattern.subn(lambda m, body=body: m.group(1) + body + m.group(3), text)
+        text, count = pattern.subn(partial(_between_markers, body), text)
         if count != 1:
             raise SystemExit(f"template.yaml: expected one BEGIN/END GENERATED {name} pair, found {count}")
     return text
