@@ -6,7 +6,7 @@
 The template deploys up to ``MAX_DISPATCHER_RANGES`` dispatchers, each with its own function,
 log group, EventBridge schedule, reserved concurrency and alarms. Slot ``k`` exists when the
 parameter has a ``k``-th entry (condition ``HasDispatcher<k>``; slot 1 always exists) and reads the
-shards of that entry. Plain CloudFormation conditions, no ``Fn::ForEach``: docs/deploy.md
+shards of that entry. Plain CloudFormation conditions, no ``Fn::ForEach``: docs/dispatchers.md
 ("Why generated slots, not Fn::ForEach") says why.
 
 The slot is written once, as slot 2, in tools/dispatcher_slot.yaml: a template of its own that

@@ -67,7 +67,7 @@ def test_the_shard_ranges_parameter_refuses_entries_settings_would_refuse(templa
 
 
 def test_the_default_parameters_keep_dispatcher_runs_overlapping(template):
-    """The coverage arithmetic written in template.yaml and docs/deploy.md, on the defaults
+    """The coverage arithmetic written in template.yaml and docs/dispatchers.md, on the defaults
     (continuous mode)."""
     period = int(default(template, "DispatchPeriodMinutes")) * 60
     run = float(default(template, "RunSeconds"))
@@ -121,5 +121,5 @@ def test_on_demand_runs_reach_the_next_start_within_their_invocation(template):
     # Runs alive at once: those whose scheduled start is within the longest stay (+ the hard deadline).
     overlapping = math.floor((stay + margin / 2) / period) + 1
     assert overlapping == 3 <= int(default(template, "DispatcherReservedConcurrency"))
-    # The largest DispatchTimeoutSeconds on-demand mode accepts, as docs/deploy.md says.
+    # The largest DispatchTimeoutSeconds on-demand mode accepts, as docs/dispatchers.md says.
     assert run - period - SCHEDULER_DELIVERY_WINDOW_SECONDS == 120

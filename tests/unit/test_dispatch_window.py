@@ -1,4 +1,4 @@
-"""When a dispatcher run stops, in both modes (docs/deploy.md: the coverage arithmetic).
+"""When a dispatcher run stops, in both modes (docs/dispatchers.md: the coverage arithmetic).
 
 Continuous: ``RUN_SECONDS`` from now, within the invocation. On-demand: a run stays while something
 is due before the latest instant the next run may start (its scheduled start + one period + the

@@ -9,7 +9,7 @@ so values given in code meet the same rules. A bad value raises :class:`ConfigEr
 naming the variable (``field``), so a misconfigured deployment fails at its first invocation with a
 message that says what to fix.
 
-Coverage arithmetic (docs/deploy.md). EventBridge Scheduler starts the dispatcher every
+Coverage arithmetic (docs/dispatchers.md). EventBridge Scheduler starts the dispatcher every
 ``DISPATCH_PERIOD_MINUTES``, but even with its flexible window off it only promises to invoke
 within about a minute of the scheduled instant. A run polls until its deadline less one
 ``DISPATCH_TIMEOUT_SECONDS`` (the worker never starts a batch that could outlive the deadline), so
@@ -42,7 +42,7 @@ from hexeract_scheduler.errors import ConfigError
 from hexeract_scheduler.service.bounds import BOUNDS, LAMBDA_MAX_SECONDS, SCHEDULER_DELIVERY_WINDOW_SECONDS, Bound
 
 # How EventBridge Scheduler runs the dispatcher: always one polling (runs overlap), or a run every
-# period that returns once nothing is due before the next (docs/deploy.md#dispatch-modes).
+# period that returns once nothing is due before the next (docs/dispatchers.md#dispatch-modes).
 CONTINUOUS = "continuous"
 ON_DEMAND = "on-demand"
 DISPATCH_MODES = (CONTINUOUS, ON_DEMAND)
